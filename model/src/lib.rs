@@ -1,0 +1,22 @@
+//! Pure ZooKeeper semantics, with no time, no I/O and no madsim.
+//!
+//! - [`ZkModel`]: the deterministic state machine a ZooKeeper server is, `apply(session,
+//!   request) -> (reply, watch notifications)`, with the data tree in ordered maps, zxids, every
+//!   `Stat` field, sequence numbering, ephemeral ownership, containers, one-shot watches and
+//!   atomic `multi`. It is `Clone + Eq + Hash`, so the model checker can store and hash it, and
+//!   the simulator replicates it on every simulated server.
+//! - [`MemoryEnsemble`] and [`MemoryClient`]: a [`ZkClient`](zkh_recipes::ZkClient) over one
+//!   model, for recipes' unit tests.
+//!
+//! Every behaviour here is checked against a real ZooKeeper 3.8 server by the differential test
+//! (`model/tests/differential.rs`); `../shared/zk-facts.md` lists the facts it rests on.
+
+pub mod memory;
+pub mod request;
+pub mod tree;
+pub mod watches;
+pub mod zookeeper;
+
+pub use memory::{InjectedFault, MemoryClient, MemoryEnsemble};
+pub use request::{Applied, Notification, Reply, Request, Response};
+pub use zookeeper::ZkModel;

@@ -1,0 +1,204 @@
+//! The data tree: nodes in an ordered map, with ZooKeeper's `Stat` bookkeeping.
+//!
+//! What each transaction does to the metadata, as ZooKeeper 3.8 does it (measured against a
+//! real server by the differential test):
+//!
+//! - **create**: the node starts with `czxid = mzxid = pzxid = zxid`, `version = cversion =
+//!   aversion = 0`, `ephemeralOwner` = the session for ephemeral modes and 0 otherwise (also for
+//!   containers). The parent's `cversion` goes up by one, its `pzxid` becomes `zxid`.
+//! - **delete**: the parent's `cversion` goes up by one too, and its `pzxid` becomes `zxid`.
+//! - **setData**: `version` goes up by one, `mzxid` becomes `zxid`.
+//! - **sequence numbers**: a sequential child gets the parent's *creation counter*: the number
+//!   of children created under this parent so far, sequential or not. Deletes and failed creates
+//!   do not advance it (so it is *not* `cversion`, which deletes advance). A parent created again
+//!   starts from 0.
+//!
+//! A fresh tree holds what a fresh server holds: `/` (with `cversion` -1, as measured) and the
+//! system nodes `/zookeeper`, `/zookeeper/quota` and `/zookeeper/config`.
+//!
+//! Not modelled: ACLs (every node is open to all; `aversion` stays 0), quotas, TTL nodes, the
+//! 1 MiB data limit, and times (`ctime` and `mtime` are 0: the model has no clock).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use zkh_recipes::path::{name_of, parent_of};
+use zkh_recipes::{SessionId, Stat};
+
+/// One node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    /// The data.
+    pub data: Vec<u8>,
+    /// The zxid of the creation.
+    pub czxid: i64,
+    /// The zxid of the last setData (or the creation).
+    pub mzxid: i64,
+    /// The zxid of the last child create or delete (or the creation).
+    pub pzxid: i64,
+    /// setData count.
+    pub version: i32,
+    /// Child create and delete count.
+    pub cversion: i32,
+    /// The owning session, for ephemeral nodes.
+    pub ephemeral_owner: Option<SessionId>,
+    /// True for container nodes.
+    pub container: bool,
+    /// Children created under this node so far: the next sequence number.
+    pub creations: i32,
+    /// Child names.
+    pub children: BTreeSet<String>,
+}
+
+impl Node {
+    fn new(data: Vec<u8>, zxid: i64, ephemeral_owner: Option<SessionId>, container: bool) -> Node {
+        Node {
+            data,
+            czxid: zxid,
+            mzxid: zxid,
+            pzxid: zxid,
+            version: 0,
+            cversion: 0,
+            ephemeral_owner,
+            container,
+            creations: 0,
+            children: BTreeSet::new(),
+        }
+    }
+
+    /// The node's `Stat` (times are 0).
+    pub fn stat(&self) -> Stat {
+        Stat {
+            czxid: self.czxid,
+            mzxid: self.mzxid,
+            pzxid: self.pzxid,
+            ctime: 0,
+            mtime: 0,
+            version: self.version,
+            cversion: self.cversion,
+            aversion: 0,
+            ephemeral_owner: self.ephemeral_owner.map_or(0, |s| s.0),
+            data_length: i32::try_from(self.data.len())
+                .expect("node data longer than i32::MAX bytes"),
+            num_children: i32::try_from(self.children.len()).expect("more than i32::MAX children"),
+        }
+    }
+}
+
+/// The system paths a client may not delete.
+pub const SYSTEM_PATHS: [&str; 3] = ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"];
+
+/// All nodes by path.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DataTree {
+    nodes: BTreeMap<String, Node>,
+}
+
+impl Default for DataTree {
+    fn default() -> Self {
+        let mut root = Node::new(Vec::new(), 0, None, false);
+        root.cversion = -1;
+        let mut tree = DataTree {
+            nodes: BTreeMap::from([("/".to_owned(), root)]),
+        };
+        for path in SYSTEM_PATHS {
+            tree.insert_system_node(path);
+        }
+        tree
+    }
+}
+
+impl DataTree {
+    fn insert_system_node(&mut self, path: &str) {
+        let parent = self
+            .nodes
+            .get_mut(parent_of(path))
+            .expect("system node parents are created first");
+        parent.children.insert(name_of(path).to_owned());
+        self.nodes
+            .insert(path.to_owned(), Node::new(Vec::new(), 0, None, false));
+    }
+
+    /// The node at `path`.
+    pub fn get(&self, path: &str) -> Option<&Node> {
+        self.nodes.get(path)
+    }
+
+    /// Every node, by path.
+    pub fn nodes(&self) -> impl Iterator<Item = (&String, &Node)> {
+        self.nodes.iter()
+    }
+
+    /// Creates the node `path` (its parent must exist) and updates the parent.
+    ///
+    /// # Panics
+    /// If the parent is missing or the node exists: the caller checks both first.
+    pub fn create(
+        &mut self,
+        path: &str,
+        data: Vec<u8>,
+        zxid: i64,
+        owner: Option<SessionId>,
+        container: bool,
+    ) {
+        let parent = self
+            .nodes
+            .get_mut(parent_of(path))
+            .expect("create: parent checked to exist");
+        assert!(
+            parent.children.insert(name_of(path).to_owned()),
+            "create: {path} checked to be absent"
+        );
+        parent.cversion += 1;
+        parent.pzxid = zxid;
+        parent.creations += 1;
+        self.nodes
+            .insert(path.to_owned(), Node::new(data, zxid, owner, container));
+    }
+
+    /// Deletes the childless node `path` and updates the parent; returns the removed node.
+    ///
+    /// # Panics
+    /// If the node is missing or has children: the caller checks both first.
+    pub fn delete(&mut self, path: &str, zxid: i64) -> Node {
+        let node = self
+            .nodes
+            .remove(path)
+            .expect("delete: node checked to exist");
+        assert!(
+            node.children.is_empty(),
+            "delete: {path} checked to have no children"
+        );
+        let parent = self
+            .nodes
+            .get_mut(parent_of(path))
+            .expect("every node but the root has a parent");
+        parent.children.remove(name_of(path));
+        parent.cversion += 1;
+        parent.pzxid = zxid;
+        node
+    }
+
+    /// Sets the data of `path`; returns the new `Stat`.
+    ///
+    /// # Panics
+    /// If the node is missing: the caller checks first.
+    pub fn set_data(&mut self, path: &str, data: Vec<u8>, zxid: i64) -> Stat {
+        let node = self
+            .nodes
+            .get_mut(path)
+            .expect("set_data: node checked to exist");
+        node.data = data;
+        node.version += 1;
+        node.mzxid = zxid;
+        node.stat()
+    }
+
+    /// Containers that have had children and have none now: the ones the server reaps.
+    pub fn empty_containers(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|(_, node)| node.container && node.cversion > 0 && node.children.is_empty())
+            .map(|(path, _)| path.clone())
+            .collect()
+    }
+}
