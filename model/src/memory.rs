@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 use zkh_recipes::{
     ClientEvent, CreateMode, Created, MultiError, Op, OpResult, SessionEvent, SessionId, Stat,
-    ZkClient, ZkError,
+    WatchedEvent, ZkClient, ZkError,
 };
 
 use crate::request::{Notification, Reply, Request, Response};
@@ -50,7 +50,9 @@ struct Inner {
 
 impl Inner {
     fn deliver(&mut self, notifications: Vec<Notification>) {
-        for Notification { session, event } in notifications {
+        for Notification { session, mut event } in notifications {
+            // A 3.8 server does not tell clients the zxid of a notification.
+            event.zxid = WatchedEvent::NO_ZXID;
             if let Some(mailbox) = self.mailboxes.get_mut(&session) {
                 mailbox.events.push_back(ClientEvent::Watch(event));
                 mailbox.notify.notify_waiters();

@@ -256,6 +256,15 @@ impl ZkModel {
             }
         }
         notifications.extend(fired);
+        for (op, result) in ops.iter().zip(&mut results) {
+            // A 3.8 server answers a create inside a multi without its Stat (ZOOKEEPER-4026),
+            // except a container create, which has a response type of its own (measured).
+            if let (Op::Create { mode, .. }, OpResult::Create { stat, .. }) = (op, result) {
+                if !mode.is_container() {
+                    *stat = None;
+                }
+            }
+        }
         Reply::Ok(Response::Multi(results))
     }
 
@@ -338,7 +347,10 @@ impl ZkModel {
         }
         self.watches.on_create(&path, parent_path, zxid, out);
         let stat = self.tree.get(&path).expect("just created").stat();
-        Ok(OpResult::Create { path, stat })
+        Ok(OpResult::Create {
+            path,
+            stat: Some(stat),
+        })
     }
 }
 
@@ -393,7 +405,10 @@ fn single_write_op(request: &Request) -> Op {
 
 fn single_write_response(result: OpResult) -> Response {
     match result {
-        OpResult::Create { path, stat } => Response::Created(Created { path, stat }),
+        OpResult::Create { path, stat } => Response::Created(Created {
+            path,
+            stat: stat.expect("a single create returns its Stat"),
+        }),
         OpResult::Delete => Response::Deleted,
         OpResult::SetData { stat } => Response::SetData(stat),
         OpResult::Check => unreachable!("a single write is never a check"),

@@ -41,8 +41,16 @@ pub struct WatchedEvent {
     pub event_type: EventType,
     /// The watched path.
     pub path: String,
-    /// The zxid of the transaction that fired it.
+    /// The zxid of the transaction that fired it, where known. A ZooKeeper 3.8 server sends
+    /// [`WatchedEvent::NO_ZXID`] in every notification header (measured), so a client never
+    /// learns it, and every `ZkClient` delivers `NO_ZXID` to match. The pure model's
+    /// server-side notifications carry the real zxid, for the run history.
     pub zxid: i64,
+}
+
+impl WatchedEvent {
+    /// The zxid a ZooKeeper 3.8 notification carries: none.
+    pub const NO_ZXID: i64 = -1;
 }
 
 /// A change in the client's connection or session.

@@ -56,8 +56,11 @@ pub enum OpResult {
     Create {
         /// The created path, with its sequence suffix.
         path: String,
-        /// The created node's metadata.
-        stat: Stat,
+        /// The created node's metadata, when the server returns it. A ZooKeeper 3.8 server
+        /// answers a create inside a `multi` with the old-style create response, which has no
+        /// `Stat` (ZOOKEEPER-4026; measured), so this is `None` there, from every backend, except for
+        /// container creates, which have a response type of their own and do carry it.
+        stat: Option<Stat>,
     },
     /// The node was deleted.
     Delete,

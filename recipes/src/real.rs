@@ -7,20 +7,22 @@
 //!
 //! `zookeeper-client` hands out one one-shot watcher future per watching call. Its session
 //! thread completes a watcher *before* it completes the reply of any later request (the server
-//! sends notifications and replies in zxid order on one socket). So after every reply, this
-//! client polls every pending watcher once, without waiting, and queues those that fired,
-//! ordered by zxid. That keeps the trait's promise: a watch event is in the stream before the
-//! reply that reflects its change is returned.
+//! sends notifications and replies in order on one socket). So after every reply, this client
+//! polls every pending watcher once, without waiting, and queues those that fired. That keeps
+//! the trait's promise: a watch event is in the stream before the reply that reflects its
+//! change is returned.
 //!
-//! The server sends a session one notification per (transaction, path, type), but the crate
-//! delivers it to every watcher registered on that path (e.g. `getData` and `getChildren` on a
-//! deleted node). This client folds those copies back into one, as the server sent it.
+//! A ZooKeeper 3.8 server sends each session one notification per (path, type) and keeps one
+//! watch per (session, path, class), where the classes are *data* (`getData`, `exists`) and
+//! *child* (`getChildren`). The crate, though, delivers a notification to every watcher future
+//! registered on the path. To give one event per notification, as the server sent it, this
+//! client keeps at most one pending watcher per (path, class), like the server, and when a
+//! `NodeDeleted` fires one class's watcher it discards the other class's copy.
 //!
-//! Events of one transaction (a `multi`, a session close that deletes several ephemerals) share
-//! a zxid; the crate does not expose their order on the wire, so they are queued sorted by
-//! path and type.
+//! The server sends no zxid with a notification (the header carries -1), so events that fired
+//! between two polls are queued in the order their watches were set.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -36,17 +38,26 @@ use crate::ops::{MultiError, Op, OpResult};
 use crate::path::{validate_create_path, validate_delete_path, validate_path};
 use crate::types::{CreateMode, Created, SessionId, Stat};
 
-type PendingWatch = Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>;
+/// The server's two watch tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum WatchClass {
+    /// Set by `getData` and `exists`.
+    Data,
+    /// Set by `getChildren`.
+    Child,
+}
 
-/// How many recently delivered watch notifications are remembered to fold duplicates.
-const RECENT_NOTIFICATIONS_REMEMBERED: usize = 256;
+struct PendingWatch {
+    path: String,
+    class: WatchClass,
+    watcher: Pin<Box<dyn Future<Output = zk::WatchedEvent> + Send>>,
+}
 
 #[derive(Default)]
 struct EventState {
     queue: VecDeque<ClientEvent>,
+    /// At most one per (path, class), in the order they were set.
     pending: Vec<PendingWatch>,
-    /// (zxid, path, type) of recently queued notifications, oldest first.
-    recent: VecDeque<(i64, String, EventType)>,
     closed: bool,
 }
 
@@ -160,21 +171,23 @@ impl RealClient {
         result.map_err(|_| ZkError::OperationTimeout)
     }
 
-    /// Moves every watcher that has fired into the queue, sorted by zxid, with copies folded.
+    /// Moves every watcher that has fired into the queue, in the order they were set, with the
+    /// copies of one notification folded into one. Returns whether any fired.
     fn collect_fired(&self, cx: &mut Context<'_>) -> bool {
         let mut state = self.shared.lock();
-        let mut fired = Vec::new();
+        let mut fired: Vec<(WatchClass, zk::WatchedEvent)> = Vec::new();
         state
             .pending
-            .retain_mut(|watch| match watch.as_mut().poll(cx) {
+            .retain_mut(|pending| match pending.watcher.as_mut().poll(cx) {
                 Poll::Ready(event) => {
-                    fired.push(event);
+                    fired.push((pending.class, event));
                     false
                 }
                 Poll::Pending => true,
             });
-        let mut batch = BTreeSet::new();
-        for event in fired {
+        let mut found = false;
+        let mut deleted_this_poll = std::collections::BTreeSet::new();
+        for (class, event) in fired {
             let event_type = match event.event_type {
                 zk::EventType::NodeCreated => EventType::NodeCreated,
                 zk::EventType::NodeDeleted => EventType::NodeDeleted,
@@ -184,22 +197,29 @@ impl RealClient {
                 // task reports that once.
                 zk::EventType::Session => continue,
             };
-            batch.insert((event.zxid, event.path, event_type));
-        }
-        let found = !batch.is_empty();
-        for key in batch {
-            if state.recent.contains(&key) {
+            // Both classes' watchers on a deleted node fired in this poll: one notification.
+            let copy_of_queued_delete = event_type == EventType::NodeDeleted
+                && !deleted_this_poll.insert(event.path.clone());
+            if event_type == EventType::NodeDeleted {
+                // The server sent one NodeDeleted for both classes: the other class's watcher
+                // holds a copy, or will.
+                let other = if class == WatchClass::Data {
+                    WatchClass::Child
+                } else {
+                    WatchClass::Data
+                };
+                state
+                    .pending
+                    .retain(|p| !(p.class == other && p.path == event.path));
+            }
+            if copy_of_queued_delete {
                 continue;
             }
-            state.recent.push_back(key.clone());
-            if state.recent.len() > RECENT_NOTIFICATIONS_REMEMBERED {
-                state.recent.pop_front();
-            }
-            let (zxid, path, event_type) = key;
+            found = true;
             state.queue.push_back(ClientEvent::Watch(WatchedEvent {
                 event_type,
-                path,
-                zxid,
+                path: event.path,
+                zxid: WatchedEvent::NO_ZXID,
             }));
         }
         found
@@ -210,8 +230,21 @@ impl RealClient {
         self.collect_fired(&mut cx);
     }
 
-    fn add_watch(&self, watcher: zk::OneshotWatcher) {
-        self.shared.lock().pending.push(Box::pin(watcher.changed()));
+    /// Keeps `watcher` unless one of the same (path, class) is pending: the server holds one
+    /// watch per (session, path, class), and fires it once.
+    fn add_watch(&self, path: &str, class: WatchClass, watcher: zk::OneshotWatcher) {
+        let mut state = self.shared.lock();
+        if !state
+            .pending
+            .iter()
+            .any(|p| p.path == path && p.class == class)
+        {
+            state.pending.push(PendingWatch {
+                path: path.to_owned(),
+                class,
+                watcher: Box::pin(watcher.changed()),
+            });
+        }
     }
 }
 
@@ -312,7 +345,7 @@ impl ZkClient for RealClient {
                 .check_and_watch_stat(path)
                 .await
                 .map(|(stat, watcher)| {
-                    self.add_watch(watcher);
+                    self.add_watch(path, WatchClass::Data, watcher);
                     stat
                 })
         } else {
@@ -329,7 +362,7 @@ impl ZkClient for RealClient {
                 .get_and_watch_data(path)
                 .await
                 .map(|(data, stat, watcher)| {
-                    self.add_watch(watcher);
+                    self.add_watch(path, WatchClass::Data, watcher);
                     (data, stat)
                 })
         } else {
@@ -347,7 +380,7 @@ impl ZkClient for RealClient {
                 .get_and_watch_children(path)
                 .await
                 .map(|(children, stat, watcher)| {
-                    self.add_watch(watcher);
+                    self.add_watch(path, WatchClass::Child, watcher);
                     (children, stat)
                 })
         } else {
@@ -406,7 +439,7 @@ impl ZkClient for RealClient {
                     zk::MultiWriteResult::Delete => Ok(OpResult::Delete),
                     zk::MultiWriteResult::Create { path, stat } => Ok(OpResult::Create {
                         path,
-                        stat: map_stat(&stat),
+                        stat: (!stat.is_invalid()).then(|| map_stat(&stat)),
                     }),
                     zk::MultiWriteResult::SetData { stat } => Ok(OpResult::SetData {
                         stat: map_stat(&stat),
