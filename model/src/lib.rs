@@ -20,3 +20,8 @@ pub mod zookeeper;
 pub use memory::{InjectedFault, MemoryClient, MemoryEnsemble};
 pub use request::{Applied, Notification, Reply, Request, Response};
 pub use zookeeper::ZkModel;
+
+/// The README's Rust examples, compiled as doc tests so that they stay true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -9,7 +9,7 @@
 //! comparison is exact and independent of what else the server has seen.
 //!
 //! Knobs (environment): `ZK_CONNECT` (set by `scripts/with-zookeeper`), `ZK_DIFF_CASES`
-//! (default 500), `ZK_DIFF_SEED` (default 1; the same seed generates the same cases).
+//! (default 1000), `ZK_DIFF_SEED` (default 1; the same seed generates the same cases).
 //!
 //! Limits of the comparison: the real client library does not expose the order of the
 //! notifications of *one* transaction, so each session's events are compared sorted by zxid,
@@ -131,6 +131,7 @@ fn model_is_deterministic_and_never_panics() {
 mod real {
     use std::sync::atomic::{AtomicU64, Ordering};
 
+    use common::Coverage;
     use zkh_recipes::real::RealClient;
 
     use super::*;
@@ -164,7 +165,7 @@ mod real {
             eprintln!("model_matches_real_zookeeper: skipped, ZK_CONNECT is not set (run under scripts/with-zookeeper)");
             return;
         };
-        let cases = env_number("ZK_DIFF_CASES", 500);
+        let cases = env_number("ZK_DIFF_CASES", 1000);
         let seed = env_number("ZK_DIFF_SEED", 1);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -176,6 +177,7 @@ mod real {
             .expect("connect the admin session");
         let executed = AtomicU64::new(0);
         let steps = AtomicU64::new(0);
+        let coverage = std::sync::Mutex::new(Coverage::default());
         let mut runner = runner(cases, seed);
         let result = runner.run(&case(MAX_STEPS_PER_CASE), |case| {
             let n = executed.fetch_add(1, Ordering::Relaxed);
@@ -197,12 +199,16 @@ mod real {
             });
             let (model, model_ids) = run_on_model(&root, &case);
             let (real, model) = (real.normalize(&real_ids), model.normalize(&model_ids));
+            coverage.lock().expect("coverage mutex").add(&real);
             match model.diff(&real, &case, "model", "real ZooKeeper") {
                 Some(diff) => Err(TestCaseError::fail(diff)),
                 None => Ok(()),
             }
         });
         report(result, "the model and a real ZooKeeper disagree");
+        let coverage = coverage.into_inner().expect("coverage mutex");
+        println!("differential coverage: {coverage:?}");
+        coverage.assert_broad();
         println!(
             "differential: {cases} cases ({} runs with shrinking, {} steps) against ZooKeeper at {connect}, seed {seed}: 0 mismatches",
             executed.load(Ordering::Relaxed),

@@ -27,7 +27,9 @@ pub enum Target {
     LastSequential,
 }
 
-const NODES: [&str; 8] = ["", "a", "b", "a/x", "a/y", "b/x", "a/x/z", "e"];
+/// Shallow nodes exist more often, so they are picked more often.
+const SHALLOW_NODES: [&str; 4] = ["", "a", "b", "e"];
+const DEEP_NODES: [&str; 4] = ["a/x", "a/y", "b/x", "a/x/z"];
 const SEQUENTIAL_PREFIXES: [&str; 4] = ["a/s-", "s-", "a/", "b/x/q-"];
 /// Invalid: trailing slash, empty segment, `.` segment, a control character, not absolute.
 const INVALID: [&str; 5] = ["a/", "a//x", "a/./x", "a\u{1}", "!relative"];
@@ -139,7 +141,8 @@ impl fmt::Display for Case {
 
 fn node_target() -> impl Strategy<Value = Target> {
     prop_oneof![
-        8 => proptest::sample::select(&NODES[..]).prop_map(Target::Fixed),
+        5 => proptest::sample::select(&SHALLOW_NODES[..]).prop_map(Target::Fixed),
+        3 => proptest::sample::select(&DEEP_NODES[..]).prop_map(Target::Fixed),
         2 => Just(Target::LastSequential),
         1 => proptest::sample::select(&INVALID[..]).prop_map(Target::Fixed),
     ]
@@ -177,7 +180,11 @@ fn data() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn valid_target() -> impl Strategy<Value = Target> {
-    prop_oneof![4 => proptest::sample::select(&NODES[1..]).prop_map(Target::Fixed), 1 => Just(Target::LastSequential)]
+    prop_oneof![
+        4 => proptest::sample::select(&SHALLOW_NODES[1..]).prop_map(Target::Fixed),
+        1 => proptest::sample::select(&DEEP_NODES[..]).prop_map(Target::Fixed),
+        1 => Just(Target::LastSequential),
+    ]
 }
 
 fn multi_action() -> impl Strategy<Value = MultiAction> {
@@ -201,14 +208,18 @@ fn multi_action() -> impl Strategy<Value = MultiAction> {
     ]
 }
 
+fn watch() -> impl Strategy<Value = bool> {
+    prop_oneof![3 => Just(true), 1 => Just(false)]
+}
+
 fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
         8 => (mode(), data()).prop_flat_map(|(mode, data)| create_target(mode)
             .prop_map(move |target| Action::Create { target, data: data.clone(), mode })),
         4 => (node_target(), version()).prop_map(|(target, version)| Action::Delete { target, version }),
-        3 => (node_target(), any::<bool>()).prop_map(|(target, watch)| Action::Exists { target, watch }),
-        3 => (node_target(), any::<bool>()).prop_map(|(target, watch)| Action::GetData { target, watch }),
-        3 => (node_target(), any::<bool>()).prop_map(|(target, watch)| Action::GetChildren { target, watch }),
+        3 => (node_target(), watch()).prop_map(|(target, watch)| Action::Exists { target, watch }),
+        3 => (node_target(), watch()).prop_map(|(target, watch)| Action::GetData { target, watch }),
+        3 => (node_target(), watch()).prop_map(|(target, watch)| Action::GetChildren { target, watch }),
         3 => (node_target(), data(), version())
             .prop_map(|(target, data, version)| Action::SetData { target, data, version }),
         2 => proptest::collection::vec(multi_action(), 1..4).prop_map(Action::Multi),
@@ -511,5 +522,68 @@ impl Transcript {
             }
         }
         (!out.is_empty()).then_some(out)
+    }
+}
+
+/// What a set of transcripts exercised: so that a pass cannot be an empty one.
+#[derive(Debug, Default)]
+pub struct Coverage {
+    pub watch_events: u64,
+    pub sequential_creates: u64,
+    pub ephemeral_owners_seen: u64,
+    pub multi_ok: u64,
+    pub multi_failed: u64,
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl Coverage {
+    pub fn add(&mut self, transcript: &Transcript) {
+        self.watch_events += transcript
+            .events
+            .iter()
+            .map(|e| e.len() as u64)
+            .sum::<u64>();
+        for outcome in &transcript.outcomes {
+            match outcome {
+                Outcome::Created { path, stat } => {
+                    if zkh_recipes::types::sequence_suffix(path).is_some() {
+                        self.sequential_creates += 1;
+                    }
+                    if stat.ephemeral_owner != 0 {
+                        self.ephemeral_owners_seen += 1;
+                    }
+                }
+                Outcome::Multi(_) => self.multi_ok += 1,
+                Outcome::MultiFailed { error, .. } => {
+                    self.multi_failed += 1;
+                    *self.errors.entry(format!("{error:?}")).or_default() += 1;
+                }
+                Outcome::Error(error) => *self.errors.entry(format!("{error:?}")).or_default() += 1,
+                _ => {}
+            }
+        }
+    }
+
+    /// Panics unless every kind of behaviour the comparison is meant to cover occurred.
+    pub fn assert_broad(&self) {
+        let wanted = [
+            "NoNode",
+            "NodeExists",
+            "BadVersion",
+            "NotEmpty",
+            "NoChildrenForEphemerals",
+            "BadArguments",
+        ];
+        for code in wanted {
+            assert!(
+                self.errors.get(code).copied().unwrap_or(0) > 0,
+                "no case met {code}: {self:?}"
+            );
+        }
+        assert!(
+            self.watch_events > 0 && self.sequential_creates > 0 && self.ephemeral_owners_seen > 0,
+            "{self:?}"
+        );
+        assert!(self.multi_ok > 0 && self.multi_failed > 0, "{self:?}");
     }
 }
