@@ -233,6 +233,9 @@ impl RealClient {
     /// Keeps `watcher` unless one of the same (path, class) is pending: the server holds one
     /// watch per (session, path, class), and fires it once.
     fn add_watch(&self, path: &str, class: WatchClass, watcher: zk::OneshotWatcher) {
+        // A previous watch on this (path, class) may have fired before this reply came, without
+        // being polled yet: collect it first, or the new watch would be taken for its copy.
+        self.collect_now();
         let mut state = self.shared.lock();
         if !state
             .pending

@@ -86,3 +86,24 @@ async fn one_event_per_notification_and_events_before_replies() {
     a.delete(&root, -1).await.unwrap();
     a.close(5_000).await.unwrap();
 }
+
+/// Found by the differential test (seed 1, case 3373): a watch set again after the previous one
+/// fired, but before that event was polled, must not be lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_set_again_after_it_fired_is_kept() {
+    let Some(connect) = server() else { return };
+    let root = format!("/zkh-rewatch-{}", std::process::id());
+    let a = RealClient::connect(&connect, 10_000).await.unwrap();
+    let b = RealClient::connect(&connect, 10_000).await.unwrap();
+    a.create(&root, b"", CreateMode::Persistent).await.unwrap();
+    a.get_data(&root, true).await.unwrap();
+    b.set_data(&root, b"1", -1).await.unwrap();
+    a.get_data(&root, true).await.unwrap(); // its reply follows the first notification
+    a.set_data(&root, b"2", -1).await.unwrap();
+    let changed = watch(EventType::NodeDataChanged, &root);
+    let events: Vec<_> = std::iter::from_fn(|| a.try_next_event())
+        .filter(|e| matches!(e, ClientEvent::Watch(_)))
+        .collect();
+    assert_eq!(events, [changed.clone().unwrap(), changed.unwrap()]);
+    a.delete(&root, -1).await.unwrap();
+}
