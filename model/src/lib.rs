@@ -11,15 +11,17 @@
 //! Every behaviour here is checked against a real ZooKeeper 3.8 server by the differential test
 //! (`model/tests/differential.rs`); `../shared/zk-facts.md` lists the facts it rests on.
 
+pub mod history;
 pub mod memory;
 pub mod request;
 pub mod tree;
 pub mod watches;
 pub mod zookeeper;
 
+pub use history::{History, HistoryEntry, HistoryEvent, OpOutcome};
 pub use memory::{InjectedFault, MemoryClient, MemoryEnsemble};
 pub use request::{Applied, Notification, Reply, Request, Response};
-pub use zookeeper::ZkModel;
+pub use zookeeper::{WatchSet, ZkModel};
 
 /// The README's Rust examples, compiled as doc tests so that they stay true.
 #[doc = include_str!("../../README.md")]

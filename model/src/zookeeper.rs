@@ -34,8 +34,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
 use zkh_recipes::path::{parent_of, validate_create_path, validate_delete_path, validate_path};
-use zkh_recipes::{CreateMode, Created, Op, OpResult, SessionId, ZkError};
+use zkh_recipes::{CreateMode, Created, EventType, Op, OpResult, SessionId, ZkError};
 
 use crate::request::{Applied, Notification, Reply, Request, Response};
 use crate::tree::{DataTree, Node, SYSTEM_PATHS};
@@ -43,6 +44,17 @@ use crate::watches::Watches;
 
 /// The first session id handed out: a standalone server with id 1 starts near `1 << 56`.
 const FIRST_SESSION_ID: i64 = 1 << 56;
+
+/// The watches a client holds, by class, as it re-registers them on reconnection.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct WatchSet {
+    /// Data watches on existing nodes (`getData`, `exists`).
+    pub data: BTreeSet<String>,
+    /// `exists` watches on missing nodes.
+    pub exist: BTreeSet<String>,
+    /// Child watches (`getChildren`).
+    pub child: BTreeSet<String>,
+}
 
 /// One live session.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -154,6 +166,65 @@ impl ZkModel {
                 .on_delete(&path, parent_of(&path), zxid, &mut notifications);
         }
         notifications
+    }
+
+    /// Re-registers the watches of a session that reconnected to this server, as ZooKeeper's
+    /// `setWatches` does with the client's last seen zxid: a watch whose condition changed after
+    /// `last_zxid` fires at once, the others are registered.
+    ///
+    /// - data watch: node gone, `NodeDeleted`; `mzxid > last_zxid`, `NodeDataChanged`;
+    /// - exist watch: node there, `NodeCreated`;
+    /// - child watch: node gone, `NodeDeleted`; `pzxid > last_zxid`, `NodeChildrenChanged`.
+    pub fn set_watches(
+        &mut self,
+        session: SessionId,
+        last_zxid: i64,
+        watches: &WatchSet,
+    ) -> Vec<Notification> {
+        let mut fired = Vec::new();
+        let zxid = self.last_zxid;
+        let mut fire = |event_type, path: &str| {
+            fired.push(Notification {
+                session,
+                event: zkh_recipes::WatchedEvent {
+                    event_type,
+                    path: path.to_owned(),
+                    zxid,
+                },
+            });
+        };
+        for path in &watches.data {
+            match self.tree.get(path) {
+                None => fire(EventType::NodeDeleted, path),
+                Some(node) if node.mzxid > last_zxid => fire(EventType::NodeDataChanged, path),
+                Some(_) => self.watches.watch_data(session, path),
+            }
+        }
+        for path in &watches.exist {
+            match self.tree.get(path) {
+                Some(_) => fire(EventType::NodeCreated, path),
+                None => self.watches.watch_data(session, path),
+            }
+        }
+        for path in &watches.child {
+            match self.tree.get(path) {
+                None => fire(EventType::NodeDeleted, path),
+                Some(node) if node.pzxid > last_zxid => fire(EventType::NodeChildrenChanged, path),
+                Some(_) => self.watches.watch_children(session, path),
+            }
+        }
+        fired
+    }
+
+    /// Drops every watch: what a server's replica keeps when it adopts a leader's snapshot, since
+    /// watches live on the server a client is connected to, not in the replicated state.
+    pub fn clear_watches(&mut self) {
+        self.watches = Watches::default();
+    }
+
+    /// Drops the watches of one session on this server (its client moved to another server).
+    pub fn forget_watches(&mut self, session: SessionId) {
+        self.watches.forget_session(session);
     }
 
     /// Applies one request from `session`.

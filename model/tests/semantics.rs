@@ -583,3 +583,44 @@ fn memory_client_next_event_waits_for_another_client() {
         assert_eq!(a.next_event().await, None, "a closed client's stream ends");
     });
 }
+
+#[test]
+fn reconnection_re_registers_watches_and_fires_changed_ones() {
+    let mut model = ZkModel::new();
+    let (a, b) = (model.open_session(), model.open_session());
+    for path in ["/same", "/changed", "/deleted", "/kids"] {
+        create(&mut model, b, path, CreateMode::Persistent).unwrap();
+    }
+    let seen = model.last_zxid();
+    model.apply(
+        b,
+        &Request::SetData {
+            path: "/changed".into(),
+            data: vec![1],
+            version: -1,
+        },
+    );
+    delete(&mut model, b, "/deleted", -1).unwrap();
+    create(&mut model, b, "/kids/k", CreateMode::Persistent).unwrap();
+    create(&mut model, b, "/born", CreateMode::Persistent).unwrap();
+    let set = zkh_model::WatchSet {
+        data: ["/same", "/changed", "/deleted"].map(String::from).into(),
+        exist: ["/born", "/unborn"].map(String::from).into(),
+        child: ["/kids"].map(String::from).into(),
+    };
+    let fired = model.set_watches(a, seen, &set);
+    assert_eq!(
+        events(&fired),
+        [
+            (a, EventType::NodeDataChanged, "/changed"),
+            (a, EventType::NodeDeleted, "/deleted"),
+            (a, EventType::NodeCreated, "/born"),
+            (a, EventType::NodeChildrenChanged, "/kids"),
+        ]
+    );
+    assert_eq!(
+        model.watches().len(),
+        2,
+        "/same (data) and /unborn (exist) stay registered"
+    );
+}

@@ -1,0 +1,207 @@
+//! The run history: an append-only log, in simulated time, of everything observable.
+//!
+//! The simulator appends operations and their outcomes, watch deliveries, session and connection
+//! events, injected faults, server role changes, and what recipes report (role changes, side
+//! effects on shared resources). Properties and reports read the same log, so its types live
+//! here, in `model`, which both engines share.
+//!
+//! An operation that ended in `ConnectionLoss` is recorded with [`OpOutcome::Unknown`]: it may or
+//! may not have been applied, and a checker must allow both.
+//!
+//! [`History::stable_hash`] is a 64-bit FNV-1a hash over every entry's canonical text. Two runs
+//! of one seed must give the same hash; the determinism tests compare it.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+use zkh_recipes::{SessionEvent, SessionId, WatchedEvent, ZkError};
+
+use crate::request::{Reply, Request};
+
+/// How an operation ended, as its client saw it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OpOutcome {
+    /// The server's reply, and the zxid the client saw with it.
+    Reply {
+        /// The reply.
+        reply: Reply,
+        /// The zxid in the reply header.
+        zxid: i64,
+    },
+    /// `ConnectionLoss`: the operation may or may not have been applied.
+    Unknown,
+    /// Failed in the client before it reached a server (e.g. `SessionExpired` known locally).
+    Failed(ZkError),
+}
+
+/// One thing that happened.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HistoryEvent {
+    /// A client issued a request.
+    Invoke {
+        /// The client process.
+        client: u32,
+        /// Its session at the time.
+        session: SessionId,
+        /// The request id, unique per client.
+        xid: u64,
+        /// The request.
+        request: Request,
+    },
+    /// The request `xid` of `client` ended.
+    Complete {
+        /// The client process.
+        client: u32,
+        /// The request id.
+        xid: u64,
+        /// How it ended.
+        outcome: OpOutcome,
+    },
+    /// A watch event was delivered to a client.
+    Watch {
+        /// The client process.
+        client: u32,
+        /// The event.
+        event: WatchedEvent,
+    },
+    /// A client's connection or session changed.
+    Session {
+        /// The client process.
+        client: u32,
+        /// The event.
+        event: SessionEvent,
+    },
+    /// A fault was injected or healed; `description` is the fault's canonical text.
+    Fault {
+        /// What happened.
+        description: String,
+    },
+    /// A server changed role (e.g. "leading epoch 2", "following 3", "looking").
+    Server {
+        /// The server (1-based, as in `myid`).
+        server: u32,
+        /// The new role.
+        role: String,
+    },
+    /// A recipe reported a role change (e.g. "leader", "holds lock"), with its fencing token.
+    Role {
+        /// The client process.
+        client: u32,
+        /// The role, or "none".
+        role: String,
+        /// The token of the role (the czxid of the node that grants it), if any.
+        token: Option<i64>,
+    },
+    /// A side effect on a shared resource, and whether the resource accepted it.
+    SideEffect {
+        /// The client process.
+        client: u32,
+        /// The resource.
+        resource: String,
+        /// The fencing token presented, if any.
+        token: Option<i64>,
+        /// Whether the resource accepted it.
+        accepted: bool,
+        /// What was done.
+        detail: String,
+    },
+}
+
+/// One entry: an event at a simulated time.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    /// Simulated microseconds since the run started.
+    pub at_us: u64,
+    /// The event.
+    pub event: HistoryEvent,
+}
+
+/// The append-only history of one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct History {
+    entries: Vec<HistoryEntry>,
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0100_0000_01b3;
+
+impl History {
+    /// An empty history.
+    pub fn new() -> History {
+        History::default()
+    }
+
+    /// Appends `event` at `at_us`.
+    ///
+    /// # Panics
+    /// If `at_us` is earlier than the last entry: simulated time does not go back.
+    pub fn push(&mut self, at_us: u64, event: HistoryEvent) {
+        if let Some(last) = self.entries.last() {
+            assert!(
+                at_us >= last.at_us,
+                "history time went back: {at_us} after {}",
+                last.at_us
+            );
+        }
+        self.entries.push(HistoryEntry { at_us, event });
+    }
+
+    /// Every entry, oldest first.
+    pub fn entries(&self) -> &[HistoryEntry] {
+        &self.entries
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// A 64-bit FNV-1a hash of every entry's canonical text: stable across runs, processes and
+    /// machines for the same code.
+    pub fn stable_hash(&self) -> u64 {
+        let mut hash = FNV_OFFSET;
+        let mut text = String::new();
+        for entry in &self.entries {
+            text.clear();
+            write!(text, "{entry:?}\n").expect("writing to a String cannot fail");
+            for byte in text.bytes() {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(FNV_PRIME);
+            }
+        }
+        hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hash_covers_every_entry_and_their_order() {
+        let fault = |d: &str| HistoryEvent::Fault {
+            description: d.to_owned(),
+        };
+        let mut a = History::new();
+        a.push(1, fault("x"));
+        a.push(2, fault("y"));
+        let mut b = History::new();
+        b.push(1, fault("x"));
+        b.push(2, fault("y"));
+        assert_eq!(a.stable_hash(), b.stable_hash());
+        let mut c = History::new();
+        c.push(1, fault("y"));
+        c.push(2, fault("x"));
+        assert_ne!(a.stable_hash(), c.stable_hash());
+        let mut d = History::new();
+        d.push(1, fault("x"));
+        d.push(3, fault("y"));
+        assert_ne!(a.stable_hash(), d.stable_hash(), "time is part of the hash");
+        assert_eq!(History::new().stable_hash(), FNV_OFFSET);
+    }
+}
