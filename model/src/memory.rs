@@ -22,7 +22,7 @@ use zkh_recipes::{
     WatchedEvent, ZkClient, ZkError,
 };
 
-use crate::request::{Notification, Reply, Request, Response};
+use crate::request::{Notification, Reply, Request};
 use crate::zookeeper::ZkModel;
 
 /// A fault the next operation of a [`MemoryClient`] meets.
@@ -183,20 +183,6 @@ impl MemoryClient {
             },
         );
     }
-
-    fn response(&self, request: Request) -> Result<Response, ZkError> {
-        match self.call(request)? {
-            Reply::Ok(response) => Ok(response),
-            Reply::Error(error) => Err(error),
-            Reply::MultiFailed { error, .. } => {
-                unreachable!("a single request cannot fail as a multi: {error}")
-            }
-        }
-    }
-}
-
-fn unexpected(response: Response) -> ! {
-    unreachable!("the model answered a request with the wrong response kind: {response:?}")
 }
 
 impl ZkClient for MemoryClient {
@@ -205,83 +191,64 @@ impl ZkClient for MemoryClient {
     }
 
     async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created, ZkError> {
-        match self.response(Request::Create {
+        self.call(Request::Create {
             path: path.to_owned(),
             data: data.to_vec(),
             mode,
-        })? {
-            Response::Created(created) => Ok(created),
-            other => unexpected(other),
-        }
+        })?
+        .into_created()
     }
 
     async fn delete(&self, path: &str, version: i32) -> Result<(), ZkError> {
-        match self.response(Request::Delete {
+        self.call(Request::Delete {
             path: path.to_owned(),
             version,
-        })? {
-            Response::Deleted => Ok(()),
-            other => unexpected(other),
-        }
+        })?
+        .into_deleted()
     }
 
     async fn exists(&self, path: &str, watch: bool) -> Result<Option<Stat>, ZkError> {
-        match self.response(Request::Exists {
+        self.call(Request::Exists {
             path: path.to_owned(),
             watch,
-        })? {
-            Response::Exists(stat) => Ok(stat),
-            other => unexpected(other),
-        }
+        })?
+        .into_exists()
     }
 
     async fn get_data(&self, path: &str, watch: bool) -> Result<(Vec<u8>, Stat), ZkError> {
-        match self.response(Request::GetData {
+        self.call(Request::GetData {
             path: path.to_owned(),
             watch,
-        })? {
-            Response::Data(data, stat) => Ok((data, stat)),
-            other => unexpected(other),
-        }
+        })?
+        .into_data()
     }
 
     async fn get_children(&self, path: &str, watch: bool) -> Result<(Vec<String>, Stat), ZkError> {
-        match self.response(Request::GetChildren {
+        self.call(Request::GetChildren {
             path: path.to_owned(),
             watch,
-        })? {
-            Response::Children(children, stat) => Ok((children, stat)),
-            other => unexpected(other),
-        }
+        })?
+        .into_children()
     }
 
     async fn set_data(&self, path: &str, data: &[u8], version: i32) -> Result<Stat, ZkError> {
-        match self.response(Request::SetData {
+        self.call(Request::SetData {
             path: path.to_owned(),
             data: data.to_vec(),
             version,
-        })? {
-            Response::SetData(stat) => Ok(stat),
-            other => unexpected(other),
-        }
+        })?
+        .into_set_data()
     }
 
     async fn multi(&self, ops: &[Op]) -> Result<Vec<OpResult>, MultiError> {
-        match self.call(Request::Multi(ops.to_vec()))? {
-            Reply::Ok(Response::Multi(results)) => Ok(results),
-            Reply::Ok(other) => unexpected(other),
-            Reply::Error(error) => Err(MultiError::Request(error)),
-            Reply::MultiFailed { index, error } => Err(MultiError::Operation { index, error }),
-        }
+        self.call(Request::Multi(ops.to_vec()))?.into_multi()
     }
 
     async fn sync(&self, path: &str) -> Result<(), ZkError> {
-        match self.response(Request::Sync {
+        self.call(Request::Sync {
             path: path.to_owned(),
-        })? {
-            Response::Synced => Ok(()),
-            other => unexpected(other),
-        }
+        })?
+        .into_synced()
     }
 
     async fn next_event(&self) -> Option<ClientEvent> {

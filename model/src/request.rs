@@ -1,7 +1,9 @@
 //! Requests to the model and its replies: the same vocabulary the wire protocol carries.
 
 use serde::{Deserialize, Serialize};
-use zkh_recipes::{CreateMode, Created, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError};
+use zkh_recipes::{
+    CreateMode, Created, MultiError, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError,
+};
 
 /// One client request.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -132,4 +134,92 @@ pub struct Applied {
     pub zxid: Option<i64>,
     /// The watches that fired, in the order the server sends them.
     pub notifications: Vec<Notification>,
+}
+
+fn wrong_kind(response: Response) -> ! {
+    panic!("a server answered a request with the wrong response kind: {response:?}")
+}
+
+/// Typed views of a reply, for `ZkClient` implementations. Each panics if the reply is of
+/// another request's kind: a server that does that has broken its invariant.
+impl Reply {
+    /// The response, or the error of a single request.
+    ///
+    /// # Panics
+    /// On `MultiFailed`, which only a `Multi` gets.
+    pub fn into_response(self) -> Result<Response, ZkError> {
+        match self {
+            Reply::Ok(response) => Ok(response),
+            Reply::Error(error) => Err(error),
+            Reply::MultiFailed { error, .. } => {
+                panic!("a single request failed as a multi: {error}")
+            }
+        }
+    }
+
+    /// The reply to a `Create`.
+    pub fn into_created(self) -> Result<Created, ZkError> {
+        match self.into_response()? {
+            Response::Created(created) => Ok(created),
+            other => wrong_kind(other),
+        }
+    }
+
+    /// The reply to a `Delete`.
+    pub fn into_deleted(self) -> Result<(), ZkError> {
+        match self.into_response()? {
+            Response::Deleted => Ok(()),
+            other => wrong_kind(other),
+        }
+    }
+
+    /// The reply to an `Exists`.
+    pub fn into_exists(self) -> Result<Option<Stat>, ZkError> {
+        match self.into_response()? {
+            Response::Exists(stat) => Ok(stat),
+            other => wrong_kind(other),
+        }
+    }
+
+    /// The reply to a `GetData`.
+    pub fn into_data(self) -> Result<(Vec<u8>, Stat), ZkError> {
+        match self.into_response()? {
+            Response::Data(data, stat) => Ok((data, stat)),
+            other => wrong_kind(other),
+        }
+    }
+
+    /// The reply to a `GetChildren`.
+    pub fn into_children(self) -> Result<(Vec<String>, Stat), ZkError> {
+        match self.into_response()? {
+            Response::Children(children, stat) => Ok((children, stat)),
+            other => wrong_kind(other),
+        }
+    }
+
+    /// The reply to a `SetData`.
+    pub fn into_set_data(self) -> Result<Stat, ZkError> {
+        match self.into_response()? {
+            Response::SetData(stat) => Ok(stat),
+            other => wrong_kind(other),
+        }
+    }
+
+    /// The reply to a `Sync`.
+    pub fn into_synced(self) -> Result<(), ZkError> {
+        match self.into_response()? {
+            Response::Synced => Ok(()),
+            other => wrong_kind(other),
+        }
+    }
+
+    /// The reply to a `Multi`.
+    pub fn into_multi(self) -> Result<Vec<OpResult>, MultiError> {
+        match self {
+            Reply::Ok(Response::Multi(results)) => Ok(results),
+            Reply::Ok(other) => wrong_kind(other),
+            Reply::Error(error) => Err(MultiError::Request(error)),
+            Reply::MultiFailed { index, error } => Err(MultiError::Operation { index, error }),
+        }
+    }
 }

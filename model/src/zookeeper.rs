@@ -130,6 +130,12 @@ impl ZkModel {
         self.last_zxid
     }
 
+    /// A transaction that changes nothing but still takes its zxid, as ZooKeeper logs an error
+    /// transaction: e.g. closing a session that was closed meanwhile. Returns the zxid.
+    pub fn apply_noop(&mut self) -> i64 {
+        self.next_zxid()
+    }
+
     /// Opens a session (a transaction) and returns its id.
     pub fn open_session(&mut self) -> SessionId {
         self.next_zxid();
