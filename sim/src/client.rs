@@ -1,0 +1,767 @@
+//! The simulated ZooKeeper client: a [`ZkClient`] whose connection behaves like the real one.
+//!
+//! A driver task on the client's node owns the connection:
+//!
+//! - **Heartbeats.** After a third of the session timeout without sending, it pings. After two
+//!   thirds without hearing from its server, it declares the connection lost.
+//! - **Connection loss.** Every in-flight request fails with `ConnectionLoss` (indefinite: the
+//!   server may have applied it), the application sees `Disconnected`, and after a random
+//!   backoff the client tries another server, chosen by the client's own seeded PRNG. An attempt
+//!   gets `timeout / servers` to succeed, as in the Java client.
+//! - **Reconnection.** A server whose applied zxid is behind the client's last seen zxid refuses
+//!   it. A server that does not know the session any more answers `Expired`: that is the only way
+//!   the client learns of an expiry. A same-session reconnect re-registers the client's watches
+//!   with its last zxid; the server fires at once those whose condition changed.
+//! - **After expiry** it stops (`SessionExpired` from then on), or, with
+//!   `new_session_after_expiry`, opens a new session as Curator and Kafka do.
+//!
+//! Requests issued while not connected fail at once with `ConnectionLoss`; nothing is queued.
+//! Replies and watch events from a server the client has left are ignored.
+//!
+//! Faults that act here: a dropped request (the connection breaks before the request is sent),
+//! a dropped reply (the connection breaks when the reply arrives, after the server applied it),
+//! client-side expiry (what Curator's `KillSession` does: the client is told its session expired,
+//! the server keeps it until its own timeout), and delayed watch delivery (a slow event thread).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use madsim::time::Instant;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::{mpsc::UnboundedReceiver, oneshot, Notify};
+use zkh_model::{History, HistoryEvent, OpOutcome, Reply, Request, Response, WatchSet};
+use zkh_recipes::{
+    ClientEvent, CreateMode, Created, EventType, MultiError, Op, OpResult, SessionEvent, SessionId,
+    Stat, ZkClient, ZkError,
+};
+
+use crate::fault::{Fault, OpKind, TriggeredFault};
+use crate::net::{Envelope, Net};
+use crate::protocol::{Addr, Message};
+
+/// The cluster's armed triggers, and where to send the faults they fire.
+pub type TriggerHooks = (
+    Arc<Mutex<Vec<TriggeredFault>>>,
+    tokio::sync::mpsc::UnboundedSender<Fault>,
+);
+
+/// How a simulated client behaves.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// The requested session timeout.
+    pub session_timeout_ms: u64,
+    /// The number of servers it may connect to (ids 1..=n).
+    pub servers: u32,
+    /// The longest random pause before a reconnection attempt.
+    pub reconnect_backoff_max_ms: u64,
+    /// Open a new session after the old one expired (Curator, Kafka), instead of stopping.
+    pub new_session_after_expiry: bool,
+}
+
+/// Faults armed on one client by the fault injector.
+#[derive(Clone, Debug, Default)]
+pub struct ClientFaults {
+    /// The next this many requests are lost before reaching the server.
+    pub drop_requests: u32,
+    /// The replies to the next this many requests are lost after the server applied them.
+    pub drop_replies: u32,
+    /// Watch events reach the application this much later (0: at once).
+    pub watch_delay_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Conn {
+    /// Waiting before the next attempt.
+    Backoff { until: Instant },
+    /// Waiting for a server's answer.
+    Connecting { server: u32, started: Instant },
+    /// Connected.
+    Connected { server: u32 },
+    /// The session expired and no new one will be made.
+    Expired,
+    /// Closed by its owner.
+    Closed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WatchClass {
+    Exists,
+    Data,
+    Children,
+}
+
+struct Pending {
+    watch: Option<(WatchClass, String)>,
+    reply_to: oneshot::Sender<Result<(i64, Reply), ZkError>>,
+}
+
+struct State {
+    conn: Conn,
+    session: Option<SessionId>,
+    timeout_ms: u64,
+    last_zxid: i64,
+    last_heard: Instant,
+    last_sent: Instant,
+    last_server: Option<u32>,
+    next_xid: u64,
+    pending: BTreeMap<u64, Pending>,
+    watches: WatchSet,
+    events: VecDeque<ClientEvent>,
+    delayed: VecDeque<(Instant, ClientEvent)>,
+    lose_reply_of: BTreeSet<u64>,
+    faults: ClientFaults,
+    rng: ChaCha8Rng,
+}
+
+struct Shared {
+    id: u32,
+    config: ClientConfig,
+    triggers: TriggerHooks,
+    net: Arc<Net>,
+    history: Arc<Mutex<History>>,
+    state: Mutex<State>,
+    events_ready: Notify,
+    connected: Notify,
+}
+
+/// A simulated client process's ZooKeeper client. Cheap to clone; all clones share one session.
+#[derive(Clone)]
+pub struct SimClient {
+    shared: Arc<Shared>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .expect("client state mutex poisoned by a panicking task")
+    }
+
+    fn me(&self) -> Addr {
+        Addr::Client(self.id)
+    }
+
+    fn record(&self, event: HistoryEvent) {
+        self.history
+            .lock()
+            .expect("history mutex poisoned")
+            .push(self.net.now_us(), event);
+    }
+
+    fn push_event(&self, state: &mut State, event: ClientEvent, now: Instant) {
+        match &event {
+            ClientEvent::Watch(watch) => self.record(HistoryEvent::Watch {
+                client: self.id,
+                event: watch.clone(),
+            }),
+            ClientEvent::Session(session) => self.record(HistoryEvent::Session {
+                client: self.id,
+                event: *session,
+            }),
+        }
+        let delay = state.faults.watch_delay_ms;
+        if matches!(event, ClientEvent::Watch(_)) && delay > 0 {
+            state
+                .delayed
+                .push_back((now + Duration::from_millis(delay), event));
+        } else {
+            state.events.push_back(event);
+            self.events_ready.notify_waiters();
+        }
+    }
+
+    fn choose_server(&self, state: &mut State) -> u32 {
+        let servers = self.config.servers;
+        let mut server = state.rng.random_range(1..=servers);
+        if servers > 1 && Some(server) == state.last_server {
+            server = server % servers + 1;
+        }
+        server
+    }
+
+    fn start_connecting(&self, state: &mut State, now: Instant) {
+        let server = self.choose_server(state);
+        state.last_server = Some(server);
+        state.conn = Conn::Connecting {
+            server,
+            started: now,
+        };
+        let message = Message::Connect {
+            session: state.session,
+            last_zxid: state.last_zxid,
+            timeout_ms: self.config.session_timeout_ms,
+        };
+        self.net.send(self.me(), Addr::Server(server), message);
+    }
+
+    fn backoff(&self, state: &mut State, now: Instant) {
+        let pause = state
+            .rng
+            .random_range(0..=self.config.reconnect_backoff_max_ms);
+        state.conn = Conn::Backoff {
+            until: now + Duration::from_millis(pause),
+        };
+    }
+
+    /// The connection broke: fail what is in flight, tell the application, try again later.
+    fn connection_lost(&self, state: &mut State, now: Instant) {
+        for (_, pending) in std::mem::take(&mut state.pending) {
+            let _ = pending.reply_to.send(Err(ZkError::ConnectionLoss));
+        }
+        state.lose_reply_of.clear();
+        if matches!(state.conn, Conn::Connected { .. }) {
+            self.push_event(state, ClientEvent::Session(SessionEvent::Disconnected), now);
+        }
+        self.backoff(state, now);
+    }
+
+    /// The session is gone: fail what is in flight and forget the watches.
+    fn session_expired(&self, state: &mut State, now: Instant) {
+        for (_, pending) in std::mem::take(&mut state.pending) {
+            let _ = pending.reply_to.send(Err(ZkError::SessionExpired));
+        }
+        state.lose_reply_of.clear();
+        state.watches = WatchSet::default();
+        self.push_event(state, ClientEvent::Session(SessionEvent::Expired), now);
+        if self.config.new_session_after_expiry {
+            state.session = None;
+            self.backoff(state, now);
+        } else {
+            state.conn = Conn::Expired;
+        }
+    }
+
+    fn current_server(state: &State) -> Option<u32> {
+        match state.conn {
+            Conn::Connecting { server, .. } | Conn::Connected { server } => Some(server),
+            _ => None,
+        }
+    }
+
+    fn on_message(&self, Envelope { from, message }: Envelope) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let Addr::Server(server) = from else { return };
+        if Self::current_server(&state) != Some(server) {
+            return; // a server this client has left
+        }
+        state.last_heard = now;
+        match message {
+            Message::Connected {
+                session,
+                timeout_ms,
+            } => {
+                let resumed = state.session == Some(session);
+                state.session = Some(session);
+                state.timeout_ms = timeout_ms;
+                state.conn = Conn::Connected { server };
+                state.last_sent = now;
+                if resumed {
+                    let event = SessionEvent::Reconnected {
+                        session_id: session,
+                    };
+                    self.push_event(&mut state, ClientEvent::Session(event), now);
+                    if state.watches != WatchSet::default() {
+                        let message = Message::SetWatches {
+                            session,
+                            last_zxid: state.last_zxid,
+                            watches: state.watches.clone(),
+                        };
+                        self.net.send(self.me(), from, message);
+                    }
+                } else {
+                    state.watches = WatchSet::default();
+                    let event = SessionEvent::Connected {
+                        session_id: session,
+                    };
+                    self.push_event(&mut state, ClientEvent::Session(event), now);
+                }
+                self.connected.notify_waiters();
+            }
+            Message::Refused => self.backoff(&mut state, now),
+            Message::Expired => self.session_expired(&mut state, now),
+            Message::Reply { xid, zxid, reply } => {
+                state.last_zxid = state.last_zxid.max(zxid);
+                if state.lose_reply_of.remove(&xid) {
+                    self.connection_lost(&mut state, now);
+                    return;
+                }
+                let Some(pending) = state.pending.remove(&xid) else {
+                    return;
+                };
+                if let Some((class, path)) = pending.watch {
+                    match (class, &reply) {
+                        (WatchClass::Exists, Reply::Ok(Response::Exists(None))) => {
+                            state.watches.exist.insert(path);
+                        }
+                        (WatchClass::Exists | WatchClass::Data, Reply::Ok(_)) => {
+                            state.watches.data.insert(path);
+                        }
+                        (WatchClass::Children, Reply::Ok(_)) => {
+                            state.watches.child.insert(path);
+                        }
+                        _ => {}
+                    }
+                }
+                let _ = pending.reply_to.send(Ok((zxid, reply)));
+            }
+            Message::Notify(event) => {
+                let path = &event.path;
+                match event.event_type {
+                    EventType::NodeCreated => state.watches.exist.remove(path),
+                    EventType::NodeDataChanged => state.watches.data.remove(path),
+                    EventType::NodeChildrenChanged => state.watches.child.remove(path),
+                    EventType::NodeDeleted => {
+                        state.watches.exist.remove(path);
+                        state.watches.child.remove(path);
+                        state.watches.data.remove(path)
+                    }
+                };
+                self.push_event(&mut state, ClientEvent::Watch(event), now);
+            }
+            Message::Pong => {}
+            Message::Disconnect | Message::PeerDown => self.connection_lost(&mut state, now),
+            other => panic!(
+                "client {} got a message meant for a server: {other:?}",
+                self.id
+            ),
+        }
+    }
+
+    /// Acts on timers; returns when to wake next, or `None` once the client is closed.
+    fn on_timer(&self, now: Instant) -> Option<Instant> {
+        let mut state = self.lock();
+        while state.delayed.front().is_some_and(|(due, _)| *due <= now) {
+            let (_, event) = state.delayed.pop_front().expect("checked non-empty");
+            state.events.push_back(event);
+            self.events_ready.notify_waiters();
+        }
+        let timeout = Duration::from_millis(state.timeout_ms);
+        let mut wake = match state.conn {
+            Conn::Closed => return None,
+            Conn::Expired => now + Duration::from_secs(3600),
+            Conn::Backoff { until } if until <= now => {
+                self.start_connecting(&mut state, now);
+                return Some(now);
+            }
+            Conn::Backoff { until } => until,
+            Conn::Connecting { started, .. } => {
+                let limit = started + timeout / self.config.servers;
+                if now >= limit {
+                    self.backoff(&mut state, now);
+                    return Some(now);
+                }
+                limit
+            }
+            Conn::Connected { server } => {
+                let lost_at = state.last_heard + timeout * 2 / 3;
+                if now >= lost_at {
+                    self.connection_lost(&mut state, now);
+                    return Some(now);
+                }
+                let ping_at = state.last_sent + timeout / 3;
+                if now >= ping_at {
+                    let session = state.session.expect("a connected client has a session");
+                    self.net
+                        .send(self.me(), Addr::Server(server), Message::Ping { session });
+                    state.last_sent = now;
+                }
+                lost_at.min(state.last_sent + timeout / 3)
+            }
+        };
+        if let Some((due, _)) = state.delayed.front() {
+            wake = wake.min(*due);
+        }
+        Some(wake)
+    }
+}
+
+async fn drive(shared: Arc<Shared>, mut inbox: UnboundedReceiver<Envelope>) {
+    let mut wake = Instant::now();
+    loop {
+        tokio::select! {
+            envelope = inbox.recv() => match envelope {
+                Some(envelope) => shared.on_message(envelope),
+                None => return,
+            },
+            _ = madsim::time::sleep_until(wake) => {}
+        }
+        match shared.on_timer(Instant::now()) {
+            Some(next) => wake = next,
+            None => return,
+        }
+    }
+}
+
+impl SimClient {
+    /// Starts client process `id`'s connection (call it on the client's node) and waits, at
+    /// most `connect_wait_ms` of simulated time, for its first session.
+    pub async fn connect(
+        id: u32,
+        config: ClientConfig,
+        net: Arc<Net>,
+        history: Arc<Mutex<History>>,
+        rng: ChaCha8Rng,
+        triggers: TriggerHooks,
+        connect_wait_ms: u64,
+    ) -> Result<SimClient, ZkError> {
+        let now = Instant::now();
+        let inbox = net.attach(Addr::Client(id));
+        let state = State {
+            conn: Conn::Backoff { until: now },
+            session: None,
+            timeout_ms: config.session_timeout_ms,
+            last_zxid: 0,
+            last_heard: now,
+            last_sent: now,
+            last_server: None,
+            next_xid: 1,
+            pending: BTreeMap::new(),
+            watches: WatchSet::default(),
+            events: VecDeque::new(),
+            delayed: VecDeque::new(),
+            lose_reply_of: BTreeSet::new(),
+            faults: ClientFaults::default(),
+            rng,
+        };
+        let shared = Arc::new(Shared {
+            id,
+            config,
+            triggers,
+            net,
+            history,
+            state: Mutex::new(state),
+            events_ready: Notify::new(),
+            connected: Notify::new(),
+        });
+        madsim::task::spawn(drive(Arc::clone(&shared), inbox));
+        let client = SimClient { shared };
+        let wait = async {
+            loop {
+                let connected = client.shared.connected.notified();
+                if client.shared.lock().session.is_some() {
+                    return;
+                }
+                connected.await;
+            }
+        };
+        madsim::time::timeout(Duration::from_millis(connect_wait_ms), wait)
+            .await
+            .map_err(|_| ZkError::ConnectionLoss)?;
+        Ok(client)
+    }
+
+    /// The client process id.
+    pub fn id(&self) -> u32 {
+        self.shared.id
+    }
+
+    /// Arms faults on this client (they add to those already armed).
+    pub fn arm(&self, faults: ClientFaults) {
+        let mut state = self.shared.lock();
+        state.faults.drop_requests += faults.drop_requests;
+        state.faults.drop_replies += faults.drop_replies;
+        state.faults.watch_delay_ms = state.faults.watch_delay_ms.max(faults.watch_delay_ms);
+    }
+
+    /// Delays watch events by `delay_ms` on their way to the application (0: no delay).
+    pub fn set_watch_delay(&self, delay_ms: u64) {
+        self.shared.lock().faults.watch_delay_ms = delay_ms;
+    }
+
+    /// Curator's `KillSession`: the client is told its session expired; the server keeps it
+    /// (and its ephemeral nodes) until its own timeout.
+    pub fn expire_locally(&self) {
+        let mut state = self.shared.lock();
+        if matches!(state.conn, Conn::Closed | Conn::Expired) {
+            return;
+        }
+        if let Some(server) = Shared::current_server(&state) {
+            // The client abandons its connection; the server keeps the session.
+            state.last_server = Some(server);
+        }
+        self.shared.session_expired(&mut state, Instant::now());
+    }
+
+    /// Closes the session (waiting at most `wait_ms` for the server to apply it) and the client.
+    pub async fn close(&self, wait_ms: u64) {
+        let closing = self.issue(Request::Sync { path: "/".into() }, None, true);
+        if let Ok(receiver) = closing {
+            let _ = madsim::time::timeout(Duration::from_millis(wait_ms), receiver).await;
+        }
+        let mut state = self.shared.lock();
+        state.conn = Conn::Closed;
+        self.shared.push_event(
+            &mut state,
+            ClientEvent::Session(SessionEvent::Closed),
+            Instant::now(),
+        );
+    }
+
+    /// Sends a request (or, with `close`, the session close) and returns where its reply will come.
+    fn issue(
+        &self,
+        request: Request,
+        watch: Option<(WatchClass, String)>,
+        close: bool,
+    ) -> Result<oneshot::Receiver<Result<(i64, Reply), ZkError>>, ZkError> {
+        let shared = &self.shared;
+        let now = Instant::now();
+        let mut state = shared.lock();
+        let server = match state.conn {
+            Conn::Closed => return Err(ZkError::ClientClosed),
+            Conn::Expired => return Err(ZkError::SessionExpired),
+            Conn::Connected { server } => server,
+            Conn::Backoff { .. } | Conn::Connecting { .. } => return Err(ZkError::ConnectionLoss),
+        };
+        let session = state.session.expect("a connected client has a session");
+        let xid = state.next_xid;
+        state.next_xid += 1;
+        let (reply_to, receiver) = oneshot::channel();
+        if !close {
+            shared.record(HistoryEvent::Invoke {
+                client: shared.id,
+                session,
+                xid,
+                request: request.clone(),
+            });
+        }
+        state.pending.insert(xid, Pending { watch, reply_to });
+        if !close {
+            self.fire_triggers(&mut state, &request);
+        }
+        if state.faults.drop_requests > 0 && !close {
+            state.faults.drop_requests -= 1;
+            shared.record(HistoryEvent::Fault {
+                description: format!("client {}: request {xid} dropped", shared.id),
+            });
+            shared.connection_lost(&mut state, now);
+            return Ok(receiver);
+        }
+        if state.faults.drop_replies > 0 && !close {
+            state.faults.drop_replies -= 1;
+            shared.record(HistoryEvent::Fault {
+                description: format!("client {}: reply to {xid} dropped", shared.id),
+            });
+            state.lose_reply_of.insert(xid);
+        }
+        let message = if close {
+            Message::Close { xid, session }
+        } else {
+            Message::Request {
+                xid,
+                session,
+                request,
+            }
+        };
+        shared.net.send(shared.me(), Addr::Server(server), message);
+        state.last_sent = now;
+        Ok(receiver)
+    }
+
+    /// Counts `request` against the armed triggers; a trigger that fires arms its drop on this
+    /// request, or hands any other fault to the injector.
+    fn fire_triggers(&self, state: &mut State, request: &Request) {
+        let (op, path) = match request {
+            Request::Create { path, .. } => (OpKind::Create, path.as_str()),
+            Request::Delete { path, .. } => (OpKind::Delete, path.as_str()),
+            Request::SetData { path, .. } => (OpKind::SetData, path.as_str()),
+            Request::GetData { path, .. } => (OpKind::GetData, path.as_str()),
+            Request::GetChildren { path, .. } => (OpKind::GetChildren, path.as_str()),
+            Request::Exists { path, .. } => (OpKind::Exists, path.as_str()),
+            Request::Multi(_) => (OpKind::Multi, ""),
+            Request::Sync { .. } => return,
+        };
+        let (triggers, injector) = &self.shared.triggers;
+        let mut fired = Vec::new();
+        triggers
+            .lock()
+            .expect("trigger mutex poisoned")
+            .retain_mut(|armed| {
+                let when = &mut armed.when;
+                let matches = when.op == op
+                    && path.starts_with(when.path_prefix.as_str())
+                    && when.client.is_none_or(|c| c == self.shared.id);
+                if !matches {
+                    return true;
+                }
+                when.nth = when.nth.saturating_sub(1);
+                if when.nth == 0 {
+                    fired.push(armed.fault.clone());
+                    return false;
+                }
+                true
+            });
+        for fault in fired {
+            self.shared.record(HistoryEvent::Fault {
+                description: format!("triggered: {fault:?}"),
+            });
+            match fault {
+                Fault::DropRequest { client } if client == self.shared.id => {
+                    state.faults.drop_requests += 1
+                }
+                Fault::DropReply { client } if client == self.shared.id => {
+                    state.faults.drop_replies += 1
+                }
+                other => {
+                    let _ = injector.send(other);
+                }
+            }
+        }
+    }
+
+    async fn call(
+        &self,
+        request: Request,
+        watch: Option<(WatchClass, String)>,
+    ) -> Result<Reply, ZkError> {
+        let xid = self.shared.lock().next_xid;
+        let receiver = self.issue(request, watch, false)?;
+        let result = receiver.await.unwrap_or(Err(ZkError::ConnectionLoss));
+        let outcome = match &result {
+            Ok((zxid, reply)) => OpOutcome::Reply {
+                reply: reply.clone(),
+                zxid: *zxid,
+            },
+            Err(ZkError::ConnectionLoss) => OpOutcome::Unknown,
+            Err(error) => OpOutcome::Failed(*error),
+        };
+        self.shared.record(HistoryEvent::Complete {
+            client: self.shared.id,
+            xid,
+            outcome,
+        });
+        result.map(|(_, reply)| reply)
+    }
+}
+
+fn watch_if(watch: bool, class: WatchClass, path: &str) -> Option<(WatchClass, String)> {
+    watch.then(|| (class, path.to_owned()))
+}
+
+impl ZkClient for SimClient {
+    fn session_id(&self) -> SessionId {
+        self.shared.lock().session.unwrap_or_default()
+    }
+
+    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created, ZkError> {
+        zkh_recipes::path::validate_create_path(path, mode.is_sequential())?;
+        self.call(
+            Request::Create {
+                path: path.to_owned(),
+                data: data.to_vec(),
+                mode,
+            },
+            None,
+        )
+        .await?
+        .into_created()
+    }
+
+    async fn delete(&self, path: &str, version: i32) -> Result<(), ZkError> {
+        zkh_recipes::path::validate_delete_path(path)?;
+        self.call(
+            Request::Delete {
+                path: path.to_owned(),
+                version,
+            },
+            None,
+        )
+        .await?
+        .into_deleted()
+    }
+
+    async fn exists(&self, path: &str, watch: bool) -> Result<Option<Stat>, ZkError> {
+        zkh_recipes::path::validate_path(path)?;
+        let request = Request::Exists {
+            path: path.to_owned(),
+            watch,
+        };
+        self.call(request, watch_if(watch, WatchClass::Exists, path))
+            .await?
+            .into_exists()
+    }
+
+    async fn get_data(&self, path: &str, watch: bool) -> Result<(Vec<u8>, Stat), ZkError> {
+        zkh_recipes::path::validate_path(path)?;
+        let request = Request::GetData {
+            path: path.to_owned(),
+            watch,
+        };
+        self.call(request, watch_if(watch, WatchClass::Data, path))
+            .await?
+            .into_data()
+    }
+
+    async fn get_children(&self, path: &str, watch: bool) -> Result<(Vec<String>, Stat), ZkError> {
+        zkh_recipes::path::validate_path(path)?;
+        let request = Request::GetChildren {
+            path: path.to_owned(),
+            watch,
+        };
+        self.call(request, watch_if(watch, WatchClass::Children, path))
+            .await?
+            .into_children()
+    }
+
+    async fn set_data(&self, path: &str, data: &[u8], version: i32) -> Result<Stat, ZkError> {
+        zkh_recipes::path::validate_path(path)?;
+        let request = Request::SetData {
+            path: path.to_owned(),
+            data: data.to_vec(),
+            version,
+        };
+        self.call(request, None).await?.into_set_data()
+    }
+
+    async fn multi(&self, ops: &[Op]) -> Result<Vec<OpResult>, MultiError> {
+        for op in ops {
+            match op {
+                Op::Create { path, mode, .. } => {
+                    zkh_recipes::path::validate_create_path(path, mode.is_sequential())?
+                }
+                Op::Delete { path, .. } => zkh_recipes::path::validate_delete_path(path)?,
+                Op::Check { path, .. } | Op::SetData { path, .. } => {
+                    zkh_recipes::path::validate_path(path)?
+                }
+            }
+        }
+        self.call(Request::Multi(ops.to_vec()), None)
+            .await?
+            .into_multi()
+    }
+
+    async fn sync(&self, path: &str) -> Result<(), ZkError> {
+        zkh_recipes::path::validate_path(path)?;
+        self.call(
+            Request::Sync {
+                path: path.to_owned(),
+            },
+            None,
+        )
+        .await?
+        .into_synced()
+    }
+
+    async fn next_event(&self) -> Option<ClientEvent> {
+        loop {
+            let ready = self.shared.events_ready.notified();
+            {
+                let mut state = self.shared.lock();
+                if let Some(event) = state.events.pop_front() {
+                    return Some(event);
+                }
+                if state.conn == Conn::Closed && state.delayed.is_empty() {
+                    return None;
+                }
+            }
+            ready.await;
+        }
+    }
+
+    fn try_next_event(&self) -> Option<ClientEvent> {
+        self.shared.lock().events.pop_front()
+    }
+}

@@ -1,0 +1,41 @@
+//! The simulated ZooKeeper ensemble, on madsim.
+//!
+//! Everything here runs in simulated time, on madsim's deterministic scheduler, with one `u64`
+//! seed as the only entropy: the same seed gives a byte-identical run, and the
+//! [history](zkh_model::History) it records has the same [stable hash](zkh_model::History::stable_hash).
+//!
+//! - [`server`]: a server process replicating the pure model (`zkh_model::ZkModel`): elections,
+//!   proposals committed on a quorum, local reads, `sync`, session expiry in tick buckets.
+//! - [`client`]: [`SimClient`], a `ZkClient` with the real client's connection behaviour: pings,
+//!   `Disconnected` after two thirds of the timeout, reconnection, expiry learnt on reconnect,
+//!   watch re-registration.
+//! - [`fault`]: [`Fault`], the closed vocabulary of faults, each saying what it models, and
+//!   [`FaultPlan`]: scripted, triggered and random faults.
+//! - [`cluster`]: [`Cluster`], which starts an ensemble and client processes, injects faults and
+//!   heals them; [`run::run_seed`] runs a scenario for one seed on a fresh thread.
+//!
+//! This crate exists only in the simulated build (`RUSTFLAGS="--cfg madsim"`); in the normal
+//! build it is empty.
+
+#[cfg(madsim)]
+pub mod client;
+#[cfg(madsim)]
+pub mod cluster;
+pub mod fault;
+#[cfg(madsim)]
+pub mod net;
+#[cfg(madsim)]
+pub mod protocol;
+#[cfg(madsim)]
+pub mod run;
+pub mod seed;
+#[cfg(madsim)]
+pub mod server;
+
+#[cfg(madsim)]
+pub use client::SimClient;
+#[cfg(madsim)]
+pub use cluster::{Cluster, ClusterConfig};
+pub use fault::{
+    Fault, FaultPlan, NodeRef, RandomFaults, ScriptedFault, ServerRef, Trigger, TriggeredFault,
+};

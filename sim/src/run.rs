@@ -1,0 +1,40 @@
+//! Running one seed: a fresh thread, a madsim runtime seeded with the seed, a time limit.
+//!
+//! Each seed runs on its own OS thread because madsim seeds std's hasher per thread; a fresh
+//! thread gives every seed the same start, whatever ran before it.
+
+use std::future::Future;
+use std::time::Duration;
+
+/// Runs `scenario(seed)` in a fresh madsim runtime on a fresh thread, with at most
+/// `time_limit_s` simulated seconds, and returns its result.
+///
+/// # Panics
+/// If the scenario panics (the panic is re-raised with the seed), or deadlocks (madsim reports
+/// that no task can make progress).
+pub fn run_seed<F, Fut, T>(seed: u64, time_limit_s: u64, scenario: F) -> T
+where
+    F: FnOnce(u64) -> Fut + Send + 'static,
+    Fut: Future<Output = T> + 'static,
+    T: Send + 'static,
+{
+    let thread = std::thread::Builder::new()
+        .name(format!("seed-{seed}"))
+        .spawn(move || {
+            let mut runtime =
+                madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+            runtime.set_time_limit(Duration::from_secs(time_limit_s));
+            runtime.block_on(scenario(seed))
+        });
+    match thread.expect("spawn a thread for the seed").join() {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "a non-text panic".to_owned());
+            panic!("seed {seed} failed: {message}\nreplay it with ZKH_SEED={seed}");
+        }
+    }
+}
