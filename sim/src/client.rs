@@ -458,6 +458,14 @@ impl SimClient {
         self.shared.id
     }
 
+    /// The server this client is connected to, if it is connected.
+    pub fn connected_server(&self) -> Option<u32> {
+        match self.shared.lock().conn {
+            Conn::Connected { server } => Some(server),
+            _ => None,
+        }
+    }
+
     /// Arms faults on this client (they add to those already armed).
     pub fn arm(&self, faults: ClientFaults) {
         let mut state = self.shared.lock();

@@ -31,6 +31,8 @@ pub mod run;
 pub mod seed;
 #[cfg(madsim)]
 pub mod server;
+#[cfg(madsim)]
+pub mod standard;
 
 #[cfg(madsim)]
 pub use client::SimClient;

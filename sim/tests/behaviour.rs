@@ -1,0 +1,316 @@
+//! The rows of `zk-facts.md`'s "Sessions and connections" and "Ensemble" sections, as simulated
+//! tests. Each runs over several seeds; a bound that a real server was measured to keep must
+//! hold for every one of them.
+#![cfg(madsim)]
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use madsim::time::{sleep, Instant};
+use zkh_recipes::{ClientEvent, CreateMode, EventType, SessionEvent, ZkClient, ZkError};
+use zkh_sim::cluster::{Cluster, ClusterConfig};
+use zkh_sim::fault::{Fault, NodeRef, ServerRef};
+use zkh_sim::run::run_seed;
+use zkh_sim::SimClient;
+
+const T: u64 = 4000;
+const TICK: u64 = 2000;
+/// Network latency and scheduling slack allowed around a measured bound.
+const SLACK_MS: u64 = 50;
+
+/// Waits for the next watch event of `client`, at most `within_ms`; returns it with its time.
+async fn next_watch(
+    client: &SimClient,
+    within_ms: u64,
+) -> Option<(Instant, zkh_recipes::WatchedEvent)> {
+    let wait = async {
+        loop {
+            match client.next_event().await {
+                Some(ClientEvent::Watch(event)) => return Some((Instant::now(), event)),
+                Some(_) => continue,
+                None => return None,
+            }
+        }
+    };
+    madsim::time::timeout(Duration::from_millis(within_ms), wait)
+        .await
+        .ok()
+        .flatten()
+}
+
+fn session_events(client: &SimClient) -> Vec<SessionEvent> {
+    std::iter::from_fn(|| client.try_next_event())
+        .filter_map(|e| {
+            if let ClientEvent::Session(s) = e {
+                Some(s)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_crashed_clients_ephemeral_goes_between_t_minus_a_third_and_t_plus_a_tick() {
+    let mut seen = Vec::new();
+    for seed in 0..20 {
+        let elapsed = run_seed(seed, 300, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            let owner = cluster.add_client(0, T, false).await.unwrap();
+            let watcher = cluster.add_client(1, T, false).await.unwrap();
+            owner
+                .create("/e", b"", CreateMode::Ephemeral)
+                .await
+                .unwrap();
+            watcher.exists("/e", true).await.unwrap();
+            // Let pings settle into their rhythm, then crash at a seed-dependent moment.
+            sleep(Duration::from_millis(3000 + seed * 137 % 2000)).await;
+            let crashed = Instant::now();
+            cluster.inject(&Fault::CrashClient { client: 0 }).await;
+            let (at, event) = next_watch(&watcher, 3 * T)
+                .await
+                .expect("the ephemeral is deleted");
+            assert_eq!(
+                (event.event_type, event.path.as_str()),
+                (EventType::NodeDeleted, "/e")
+            );
+            at.duration_since(crashed).as_millis() as u64
+        });
+        assert!(
+            (T - T / 3 - SLACK_MS..=T + TICK + SLACK_MS).contains(&elapsed),
+            "seed {seed}: the ephemeral went {elapsed} ms after the crash"
+        );
+        seen.push(elapsed);
+    }
+    seen.sort();
+    println!(
+        "crashed client's ephemeral gone after {} to {} ms (T = {T} ms, tick {TICK} ms)",
+        seen[0], seen[19]
+    );
+    assert!(
+        seen[19] - seen[0] >= 500,
+        "the crash moment should spread the expiry over the bucket: {seen:?}"
+    );
+}
+
+#[test]
+fn killing_the_leader_disconnects_every_client_and_they_keep_their_sessions() {
+    for seed in 0..10 {
+        run_seed(seed, 300, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            let mut clients = Vec::new();
+            for id in 0..5 {
+                clients.push(cluster.add_client(id, T, false).await.unwrap());
+            }
+            let sessions: Vec<_> = clients.iter().map(|c| c.session_id()).collect();
+            for client in &clients {
+                session_events(client);
+            }
+            let old_leader = cluster.leader().unwrap();
+            cluster
+                .inject(&Fault::KillServer {
+                    server: ServerRef::Leader,
+                })
+                .await;
+            sleep(Duration::from_millis(250)).await;
+            for client in &clients {
+                assert_eq!(
+                    session_events(client),
+                    [SessionEvent::Disconnected],
+                    "seed {seed}: within 250 ms"
+                );
+            }
+            let new_leader = cluster.wait_for_leader(10_000).await.expect("a new leader");
+            assert_ne!(new_leader, old_leader);
+            sleep(Duration::from_millis(T)).await;
+            for (client, session) in clients.iter().zip(&sessions) {
+                assert_eq!(
+                    client.session_id(),
+                    *session,
+                    "seed {seed}: the same session"
+                );
+                let events = session_events(client);
+                assert!(
+                    events.contains(&SessionEvent::Reconnected {
+                        session_id: *session
+                    }),
+                    "seed {seed}: {events:?}"
+                );
+                assert!(
+                    !events.contains(&SessionEvent::Expired),
+                    "seed {seed}: no session expired"
+                );
+                client.exists("/", false).await.expect("serves again");
+            }
+            let epoch = cluster.disk(new_leader).epoch;
+            assert_eq!(epoch, 2, "seed {seed}: the leader change bumped the epoch");
+        });
+    }
+}
+
+#[test]
+fn a_partitioned_client_expires_on_the_server_and_learns_it_after_the_heal() {
+    for seed in 0..10 {
+        run_seed(seed, 300, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            let cut_off = cluster.add_client(0, T, false).await.unwrap();
+            let watcher = cluster.add_client(1, T, false).await.unwrap();
+            cut_off
+                .create("/e", b"", CreateMode::Ephemeral)
+                .await
+                .unwrap();
+            watcher.exists("/e", true).await.unwrap();
+            session_events(&cut_off);
+            let partition = Fault::Partition {
+                a: BTreeSet::from([NodeRef::Client(0)]),
+                b: BTreeSet::from([NodeRef::AllServers]),
+                one_way: false,
+                duration_ms: 60_000,
+            };
+            cluster.inject(&partition).await;
+            let (_, event) = next_watch(&watcher, 3 * T)
+                .await
+                .expect("the server expired the session");
+            assert_eq!(event.event_type, EventType::NodeDeleted);
+            assert_eq!(
+                session_events(&cut_off),
+                [SessionEvent::Disconnected],
+                "seed {seed}: not told yet"
+            );
+            assert_eq!(
+                cut_off.exists("/", false).await,
+                Err(ZkError::ConnectionLoss)
+            );
+            cluster.heal();
+            sleep(Duration::from_millis(2 * T)).await;
+            assert_eq!(
+                session_events(&cut_off),
+                [SessionEvent::Expired],
+                "seed {seed}: told on reconnection"
+            );
+            assert_eq!(
+                cut_off.exists("/", false).await,
+                Err(ZkError::SessionExpired)
+            );
+        });
+    }
+}
+
+#[test]
+fn a_reply_lost_after_apply_leaves_the_node_created() {
+    for seed in 0..10 {
+        run_seed(seed, 300, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            let client = cluster.add_client(0, T, false).await.unwrap();
+            cluster.inject(&Fault::DropReply { client: 0 }).await;
+            assert_eq!(
+                client.create("/n", b"", CreateMode::Persistent).await,
+                Err(ZkError::ConnectionLoss)
+            );
+            cluster.inject(&Fault::DropRequest { client: 0 }).await;
+            sleep(Duration::from_millis(T)).await;
+            assert_eq!(
+                client.create("/m", b"", CreateMode::Persistent).await,
+                Err(ZkError::ConnectionLoss)
+            );
+            sleep(Duration::from_millis(T)).await;
+            assert!(
+                client.exists("/n", false).await.unwrap().is_some(),
+                "seed {seed}: a lost reply, an applied create"
+            );
+            assert!(
+                client.exists("/m", false).await.unwrap().is_none(),
+                "seed {seed}: a lost request, nothing applied"
+            );
+        });
+    }
+}
+
+#[test]
+fn a_read_on_a_slow_follower_is_stale_until_sync() {
+    let mut checked = 0;
+    for seed in 0..20 {
+        let on_follower = run_seed(seed, 300, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            let writer = cluster.add_client(0, T, false).await.unwrap();
+            let reader = cluster.add_client(1, T, false).await.unwrap();
+            let server = reader.connected_server().unwrap();
+            if Some(server) == cluster.leader() || writer.connected_server() == Some(server) {
+                return false;
+            }
+            writer
+                .create("/v", b"old", CreateMode::Persistent)
+                .await
+                .unwrap();
+            reader.sync("/").await.unwrap();
+            let slow = Fault::SlowFollower {
+                server: ServerRef::Id(server),
+                delay_ms: 1000,
+                duration_ms: 60_000,
+            };
+            cluster.inject(&slow).await;
+            writer.set_data("/v", b"new", -1).await.unwrap();
+            let (stale, _) = reader.get_data("/v", false).await.unwrap();
+            assert_eq!(
+                stale, b"old",
+                "seed {seed}: the follower has not applied the write yet"
+            );
+            reader.sync("/").await.unwrap();
+            let (fresh, _) = reader.get_data("/v", false).await.unwrap();
+            assert_eq!(fresh, b"new", "seed {seed}: sync caught the follower up");
+            true
+        });
+        checked += u32::from(on_follower);
+    }
+    println!("stale read until sync: checked on {checked} of 20 seeds (the others put the reader on the leader)");
+    assert!(
+        checked >= 3,
+        "only {checked} of 20 seeds put the reader alone on a follower"
+    );
+}
+
+#[test]
+fn kill_session_expires_on_the_client_only_until_the_server_timeout() {
+    for seed in 0..10 {
+        run_seed(seed, 300, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            let killed = cluster.add_client(0, T, true).await.unwrap();
+            let watcher = cluster.add_client(1, T, false).await.unwrap();
+            let old_session = killed.session_id();
+            killed
+                .create("/e", b"", CreateMode::Ephemeral)
+                .await
+                .unwrap();
+            watcher.exists("/e", true).await.unwrap();
+            session_events(&killed);
+            let at = Instant::now();
+            cluster.inject(&Fault::ClientSideExpiry { client: 0 }).await;
+            sleep(Duration::from_millis(T / 2)).await;
+            let events = session_events(&killed);
+            assert_eq!(
+                events.first(),
+                Some(&SessionEvent::Expired),
+                "seed {seed}: {events:?}"
+            );
+            assert_ne!(
+                killed.session_id(),
+                old_session,
+                "seed {seed}: a new session, as Curator makes"
+            );
+            let stat = watcher
+                .exists("/e", false)
+                .await
+                .unwrap()
+                .expect("the server still holds the old session");
+            assert_eq!(stat.ephemeral_owner, old_session.0);
+            let (gone, _) = next_watch(&watcher, 3 * T)
+                .await
+                .expect("the server expires the old session");
+            let elapsed = gone.duration_since(at).as_millis() as u64;
+            assert!(
+                elapsed <= T + TICK + SLACK_MS,
+                "seed {seed}: gone after {elapsed} ms"
+            );
+        });
+    }
+}
