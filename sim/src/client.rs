@@ -382,6 +382,9 @@ async fn drive(shared: Arc<Shared>, mut inbox: UnboundedReceiver<Envelope>) {
     let mut wake = Instant::now();
     loop {
         tokio::select! {
+            // Branches are polled in order: the default random order would be entropy from outside
+            // the seed.
+            biased;
             envelope = inbox.recv() => match envelope {
                 Some(envelope) => shared.on_message(envelope),
                 None => return,

@@ -650,6 +650,9 @@ impl Cluster {
                 wake = wake.min(*at);
             }
             tokio::select! {
+                // Branches are polled in order: the default random order would be entropy from outside
+                // the seed.
+                biased;
                 fault = self.triggered_rx.recv() => {
                     if let Some(fault) = fault {
                         self.inject(&fault).await;

@@ -208,6 +208,9 @@ pub async fn run_server(
             wake = wake.min(*due);
         }
         tokio::select! {
+            // Branches are polled in order: the default random order would be entropy from outside
+            // the seed.
+            biased;
             envelope = inbox.recv() => {
                 let Some(envelope) = envelope else { return };
                 server.handle(envelope);

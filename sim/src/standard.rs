@@ -115,6 +115,11 @@ async fn create_with_retry(
 
 /// Runs the standard scenario for `seed` with `plan` laid over it.
 pub async fn run(seed: u64, plan: FaultPlan) -> Outcome {
+    run_with_history(seed, plan).await.0
+}
+
+/// [`run`], also returning the whole history.
+pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) {
     let start = Instant::now();
     let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
     let mut clients = Vec::new();
@@ -157,6 +162,9 @@ pub async fn run(seed: u64, plan: FaultPlan) -> Outcome {
     let fault_phase = cluster.run_faults(&plan, FAILOVER_BOUND_MS);
     let (_, waiter) = waiters.remove(0);
     let failover = tokio::select! {
+        // Branches are polled in order: the default random order would be entropy from outside
+        // the seed.
+        biased;
         first = waiter => first.ok().flatten(),
         () = fault_phase => None,
     };
@@ -164,10 +172,11 @@ pub async fn run(seed: u64, plan: FaultPlan) -> Outcome {
     cluster.heal();
     madsim::time::sleep(Duration::from_millis(AFTER_FAILOVER_MS)).await;
     let history = cluster.history();
-    Outcome {
+    let outcome = Outcome {
         history_hash: history.stable_hash(),
         history_len: history.len(),
         failover_ms,
         simulated_ms: start.elapsed().as_millis() as u64,
-    }
+    };
+    (outcome, history)
 }
