@@ -10,8 +10,6 @@
 
 #[cfg(madsim)]
 fn main() {
-    use std::time::Instant;
-
     use zkh_sim::fault::FaultPlan;
     use zkh_sim::run::run_seed;
     use zkh_sim::standard;
@@ -25,9 +23,9 @@ fn main() {
     let mut wall_us = Vec::with_capacity(seeds as usize);
     let mut simulated_ms = 0u64;
     let mut failovers = Vec::new();
-    let started = Instant::now();
+    let started = wall_clock();
     for seed in 0..seeds {
-        let t = Instant::now();
+        let t = wall_clock();
         let outcome = run_seed(seed, 600, |seed| standard::run(seed, FaultPlan::default()));
         wall_us.push(t.elapsed().as_micros() as u64);
         simulated_ms += outcome.simulated_ms;
@@ -63,6 +61,13 @@ fn main() {
         failovers[failovers.len() - 1],
         failovers[failovers.len() / 2]
     );
+}
+
+/// The benchmark measures wall time, by design: this is the one wall-clock read under `sim/`,
+/// and it happens outside every simulated run.
+#[cfg(madsim)]
+fn wall_clock() -> std::time::Instant {
+    std::time::Instant::now()
 }
 
 #[cfg(not(madsim))]

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use madsim::time::Instant;
+use crate::clock::{now, Instant};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::{mpsc::UnboundedReceiver, oneshot, Notify};
@@ -241,7 +241,7 @@ impl Shared {
     }
 
     fn on_message(&self, Envelope { from, message }: Envelope) {
-        let now = Instant::now();
+        let now = now();
         let mut state = self.lock();
         let Addr::Server(server) = from else { return };
         if Self::current_server(&state) != Some(server) {
@@ -379,7 +379,7 @@ impl Shared {
 }
 
 async fn drive(shared: Arc<Shared>, mut inbox: UnboundedReceiver<Envelope>) {
-    let mut wake = Instant::now();
+    let mut wake = now();
     loop {
         tokio::select! {
             // Branches are polled in order: the default random order would be entropy from outside
@@ -391,7 +391,7 @@ async fn drive(shared: Arc<Shared>, mut inbox: UnboundedReceiver<Envelope>) {
             },
             _ = madsim::time::sleep_until(wake) => {}
         }
-        match shared.on_timer(Instant::now()) {
+        match shared.on_timer(now()) {
             Some(next) => wake = next,
             None => return,
         }
@@ -410,7 +410,7 @@ impl SimClient {
         triggers: TriggerHooks,
         connect_wait_ms: u64,
     ) -> Result<SimClient, ZkError> {
-        let now = Instant::now();
+        let now = now();
         let inbox = net.attach(Addr::Client(id));
         let state = State {
             conn: Conn::Backoff { until: now },
@@ -493,7 +493,7 @@ impl SimClient {
             // The client abandons its connection; the server keeps the session.
             state.last_server = Some(server);
         }
-        self.shared.session_expired(&mut state, Instant::now());
+        self.shared.session_expired(&mut state, now());
     }
 
     /// Closes the session (waiting at most `wait_ms` for the server to apply it) and the client.
@@ -507,7 +507,7 @@ impl SimClient {
         self.shared.push_event(
             &mut state,
             ClientEvent::Session(SessionEvent::Closed),
-            Instant::now(),
+            now(),
         );
     }
 
@@ -519,7 +519,7 @@ impl SimClient {
         close: bool,
     ) -> Result<oneshot::Receiver<Result<(i64, Reply), ZkError>>, ZkError> {
         let shared = &self.shared;
-        let now = Instant::now();
+        let now = now();
         let mut state = shared.lock();
         let server = match state.conn {
             Conn::Closed => return Err(ZkError::ClientClosed),

@@ -16,9 +16,9 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::clock::{now, Instant};
 use madsim::runtime::{Handle, NodeHandle};
 use madsim::task::JoinHandle;
-use madsim::time::Instant;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use zkh_model::{History, HistoryEvent, ZkModel};
@@ -233,9 +233,9 @@ impl Cluster {
 
     /// Waits, at most `within_ms`, until a leader leads a quorum of followers.
     pub async fn wait_for_leader(&self, within_ms: u64) -> Option<u32> {
-        let deadline = Instant::now() + Duration::from_millis(within_ms);
+        let deadline = now() + Duration::from_millis(within_ms);
         let quorum = self.config.servers as usize / 2 + 1;
-        while Instant::now() < deadline {
+        while now() < deadline {
             if let Some(leader) = self.leader() {
                 let following = self
                     .roles()
@@ -355,10 +355,7 @@ impl Cluster {
     fn schedule_undo(&mut self, after_ms: u64, undo: Undo) {
         self.undo_seq += 1;
         self.undo.insert(
-            (
-                Instant::now() + Duration::from_millis(after_ms),
-                self.undo_seq,
-            ),
+            (now() + Duration::from_millis(after_ms), self.undo_seq),
             undo,
         );
     }
@@ -391,7 +388,7 @@ impl Cluster {
 
     /// Ends every fault whose time has come.
     pub fn end_due_faults(&mut self) {
-        let now = Instant::now();
+        let now = now();
         while let Some(entry) = self.undo.first_entry() {
             if entry.key().0 > now {
                 break;
@@ -615,7 +612,7 @@ impl Cluster {
     /// Drives `plan` for a fault phase of `phase_ms`: scripted and random faults at their
     /// times, triggered faults as they fire, and the ends of faults with a duration.
     pub async fn run_faults(&mut self, plan: &FaultPlan, phase_ms: u64) {
-        let start = Instant::now();
+        let start = now();
         let clients = self.clients.keys().max().map_or(0, |max| max + 1);
         let mut schedule = plan.scripted.clone();
         if let Some(random) = &plan.random {
@@ -627,7 +624,7 @@ impl Cluster {
         let end = start + Duration::from_millis(phase_ms);
         let mut next = 0;
         loop {
-            let now = Instant::now();
+            let now = now();
             self.end_due_faults();
             while next < schedule.len()
                 && start + Duration::from_millis(schedule[next].at_ms) <= now

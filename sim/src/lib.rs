@@ -20,6 +20,8 @@
 #[cfg(madsim)]
 pub mod client;
 #[cfg(madsim)]
+pub mod clock;
+#[cfg(madsim)]
 pub mod cluster;
 pub mod fault;
 #[cfg(madsim)]

@@ -17,7 +17,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use madsim::time::Instant;
+use crate::clock::{now, Instant};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -63,7 +63,7 @@ impl Net {
                 cut: BTreeSet::new(),
                 rng,
                 latency_us,
-                started: Instant::now(),
+                started: now(),
             }),
         })
     }
@@ -77,7 +77,7 @@ impl Net {
     /// Simulated microseconds since the network was made (the run's clock for the history).
     pub fn now_us(&self) -> u64 {
         let started = self.lock().started;
-        u64::try_from(Instant::now().duration_since(started).as_micros())
+        u64::try_from(now().duration_since(started).as_micros())
             .expect("a run lasts less than 500k years")
     }
 
@@ -110,7 +110,7 @@ impl Net {
             };
             let range = state.latency_us.clone();
             let latency = Duration::from_micros(state.rng.random_range(range));
-            let mut at = Instant::now() + latency;
+            let mut at = now() + latency;
             if let Some(busy) = state.link_busy_until.get(&(from, to)) {
                 at = at.max(*busy + Duration::from_micros(1));
             }

@@ -44,7 +44,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use madsim::time::Instant;
+use crate::clock::{now, Instant};
 use zkh_model::{History, HistoryEvent, Notification, Reply, Request, Response, ZkModel};
 use zkh_recipes::{SessionId, WatchedEvent};
 
@@ -185,7 +185,7 @@ pub async fn run_server(
         net,
         shared,
         history,
-        started: Instant::now(),
+        started: now(),
         role: Role::Looking {
             votes: BTreeMap::new(),
         },
@@ -197,8 +197,8 @@ pub async fn run_server(
     };
     server.set_role_summary(RoleSummary::Looking);
     let heartbeat = Duration::from_millis(config.tick_ms / 2);
-    let mut next_heartbeat = Instant::now() + heartbeat;
-    let mut next_vote = Instant::now();
+    let mut next_heartbeat = now() + heartbeat;
+    let mut next_vote = now();
     loop {
         let mut wake = next_heartbeat;
         if matches!(server.role, Role::Looking { .. }) {
@@ -217,7 +217,7 @@ pub async fn run_server(
             }
             _ = madsim::time::sleep_until(wake) => {}
         }
-        let now = Instant::now();
+        let now = now();
         if now >= next_heartbeat {
             server.heartbeat(now);
             next_heartbeat = now + heartbeat;
@@ -299,7 +299,7 @@ impl Server {
     }
 
     fn handle(&mut self, Envelope { from, message }: Envelope) {
-        let now = Instant::now();
+        let now = now();
         match from {
             Addr::Client(client) => self.handle_client(client, message, now),
             Addr::Server(server) => self.handle_server(server, message, now),
@@ -843,13 +843,13 @@ impl Server {
                 };
                 self.check_zxid(zxid);
                 if let Role::Leading(leader) = &mut self.role {
-                    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+                    let deadline = now() + Duration::from_millis(timeout_ms);
                     leader.deadlines.insert(session, deadline);
                     // (touch() below rounds it into its tick bucket when the client is local.)
                 }
                 if let Some(origin) = origin {
                     self.connected.insert(session, origin.client);
-                    self.touch(session, Instant::now());
+                    self.touch(session, now());
                     self.send(
                         Addr::Client(origin.client),
                         Message::Connected {

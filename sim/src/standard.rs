@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use madsim::time::Instant;
+use crate::clock::now;
 use zkh_model::{History, HistoryEvent};
 use zkh_recipes::types::sequence_suffix;
 use zkh_recipes::{ClientEvent, CreateMode, ZkClient, ZkError};
@@ -120,7 +120,7 @@ pub async fn run(seed: u64, plan: FaultPlan) -> Outcome {
 
 /// [`run`], also returning the whole history.
 pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) {
-    let start = Instant::now();
+    let start = now();
     let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
     let mut clients = Vec::new();
     for id in 0..CLIENTS {
@@ -152,12 +152,12 @@ pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) 
             id,
             cluster.spawn_on_client(id as u32, async move {
                 let first = wait_until_first(&client, &own, &history, || net.now_us()).await;
-                first.then(Instant::now)
+                first.then(now)
             }),
         ));
     }
     madsim::time::sleep(Duration::from_millis(1000)).await;
-    let crashed_at = Instant::now();
+    let crashed_at = now();
     cluster.inject(&Fault::CrashClient { client: 0 }).await;
     let fault_phase = cluster.run_faults(&plan, FAILOVER_BOUND_MS);
     let (_, waiter) = waiters.remove(0);

@@ -6,8 +6,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use madsim::time::{sleep, Instant};
+use madsim::time::sleep;
 use zkh_recipes::{ClientEvent, CreateMode, EventType, SessionEvent, ZkClient, ZkError};
+use zkh_sim::clock::{now, Instant};
 use zkh_sim::cluster::{Cluster, ClusterConfig};
 use zkh_sim::fault::{Fault, NodeRef, ServerRef};
 use zkh_sim::run::run_seed;
@@ -26,7 +27,7 @@ async fn next_watch(
     let wait = async {
         loop {
             match client.next_event().await {
-                Some(ClientEvent::Watch(event)) => return Some((Instant::now(), event)),
+                Some(ClientEvent::Watch(event)) => return Some((now(), event)),
                 Some(_) => continue,
                 None => return None,
             }
@@ -65,7 +66,7 @@ fn a_crashed_clients_ephemeral_goes_between_t_minus_a_third_and_t_plus_a_tick() 
             watcher.exists("/e", true).await.unwrap();
             // Let pings settle into their rhythm, then crash at a seed-dependent moment.
             sleep(Duration::from_millis(3000 + seed * 137 % 2000)).await;
-            let crashed = Instant::now();
+            let crashed = now();
             cluster.inject(&Fault::CrashClient { client: 0 }).await;
             let (at, event) = next_watch(&watcher, 3 * T)
                 .await
@@ -283,7 +284,7 @@ fn kill_session_expires_on_the_client_only_until_the_server_timeout() {
                 .unwrap();
             watcher.exists("/e", true).await.unwrap();
             session_events(&killed);
-            let at = Instant::now();
+            let at = now();
             cluster.inject(&Fault::ClientSideExpiry { client: 0 }).await;
             sleep(Duration::from_millis(T / 2)).await;
             let events = session_events(&killed);
