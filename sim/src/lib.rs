@@ -32,6 +32,8 @@ pub mod protocol;
 pub mod run;
 pub mod seed;
 #[cfg(madsim)]
+pub use fault::OpKind;
+#[cfg(madsim)]
 pub mod server;
 #[cfg(madsim)]
 pub mod standard;
