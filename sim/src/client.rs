@@ -182,6 +182,8 @@ impl Shared {
     }
 
     fn start_connecting(&self, state: &mut State, now: Instant) {
+        // A new connection: whatever a partition held on the old one is lost.
+        self.net.reset(self.me());
         let server = self.choose_server(state);
         state.last_server = Some(server);
         state.conn = Conn::Connecting {

@@ -2,8 +2,12 @@
 //!
 //! Every node has a mailbox. [`Net::send`] picks a latency from the network's own seeded PRNG
 //! and delivers the message after it, but never before an earlier message on the same link:
-//! links are FIFO, like the TCP connections ZooKeeper uses. A message sent into a partition is
-//! dropped, silently (the sender learns nothing, as with a real cut). A message to a process that
+//! links are FIFO, like the TCP connections ZooKeeper uses.
+//!
+//! A partition behaves as it does under TCP: a message sent into a cut link is *held* (TCP keeps
+//! retransmitting it), and delivered in order when the link is restored, unless one end gave up
+//! on the connection first ([`Net::reset`]: a client that moves to another server, a process
+//! that dies); then it is lost. The sender learns nothing either way. A message to a process that
 //! is down, or that restarted since the message was sent, is lost.
 //!
 //! Delivery runs as a task on the *sender's* madsim node, so a crashed sender loses what it had
@@ -37,8 +41,10 @@ struct NetState {
     mailboxes: BTreeMap<Addr, UnboundedSender<Envelope>>,
     /// When the last message on each link arrives: the next may not arrive before.
     link_busy_until: BTreeMap<(Addr, Addr), Instant>,
-    /// Directed links that drop everything.
+    /// Directed links that carry nothing for now.
     cut: BTreeSet<(Addr, Addr)>,
+    /// Messages sent into a cut link, oldest first, waiting for it to be restored.
+    held: BTreeMap<(Addr, Addr), Vec<Message>>,
     rng: ChaCha8Rng,
     latency_us: Range<u64>,
     started: Instant,
@@ -61,6 +67,7 @@ impl Net {
                 mailboxes: BTreeMap::new(),
                 link_busy_until: BTreeMap::new(),
                 cut: BTreeSet::new(),
+                held: BTreeMap::new(),
                 rng,
                 latency_us,
                 started: now(),
@@ -90,12 +97,27 @@ impl Net {
         state
             .link_busy_until
             .retain(|(from, to), _| *from != addr && *to != addr);
+        state
+            .held
+            .retain(|(from, to), _| *from != addr && *to != addr);
         rx
     }
 
-    /// Removes `addr`'s mailbox (a process dying).
+    /// Removes `addr`'s mailbox (a process dying); what was held for or from it is lost.
     pub fn detach(&self, addr: Addr) {
-        self.lock().mailboxes.remove(&addr);
+        let mut state = self.lock();
+        state.mailboxes.remove(&addr);
+        state
+            .held
+            .retain(|(from, to), _| *from != addr && *to != addr);
+    }
+
+    /// `addr` gave up on its connections (a client moving to another server): what a partition
+    /// held on its links is lost, as TCP data is when a socket is closed.
+    pub fn reset(&self, addr: Addr) {
+        self.lock()
+            .held
+            .retain(|(from, to), _| *from != addr && *to != addr);
     }
 
     /// Sends `message` from `from` to `to`.
@@ -103,6 +125,7 @@ impl Net {
         let (mailbox, at) = {
             let mut state = self.lock();
             if state.cut.contains(&(from, to)) {
+                state.held.entry((from, to)).or_default().push(message);
                 return;
             }
             let Some(mailbox) = state.mailboxes.get(&to).cloned() else {
@@ -129,14 +152,24 @@ impl Net {
         self.lock().cut.insert((from, to));
     }
 
-    /// Restores the directed link `from → to`.
+    /// Restores the directed link `from → to`, and delivers what it held, in order.
     pub fn restore(&self, from: Addr, to: Addr) {
-        self.lock().cut.remove(&(from, to));
+        let held = {
+            let mut state = self.lock();
+            state.cut.remove(&(from, to));
+            state.held.remove(&(from, to)).unwrap_or_default()
+        };
+        for message in held {
+            self.send(from, to, message);
+        }
     }
 
     /// Restores every link.
     pub fn heal_all(&self) {
-        self.lock().cut.clear();
+        let cut: Vec<(Addr, Addr)> = self.lock().cut.iter().copied().collect();
+        for (from, to) in cut {
+            self.restore(from, to);
+        }
     }
 
     /// Tells every node that had a connection to `dead` that it broke, after `delay`: what a TCP

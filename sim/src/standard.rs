@@ -18,7 +18,7 @@ use zkh_recipes::{ClientEvent, CreateMode, ZkClient, ZkError};
 
 use crate::client::SimClient;
 use crate::cluster::{Cluster, ClusterConfig};
-use crate::fault::{Fault, FaultPlan};
+use crate::fault::{Fault, FaultPlan, RandomFaults};
 
 /// The session timeout of the standard scenario.
 pub const SESSION_TIMEOUT_MS: u64 = 4000;
@@ -28,6 +28,42 @@ pub const CLIENTS: u32 = 5;
 pub const AFTER_FAILOVER_MS: u64 = 5000;
 /// The longest the failover may take before the run gives up on it.
 pub const FAILOVER_BOUND_MS: u64 = 60_000;
+
+/// Random faults the ensemble must recover from: lost requests and replies, short pauses and
+/// partitions, leader crashes with restarts.
+pub fn sweep_plan() -> FaultPlan {
+    FaultPlan {
+        random: Some(RandomFaults {
+            drop_request_per_s: 0.5,
+            drop_reply_per_s: 0.5,
+            kill_leader_per_s: 0.05,
+            pause_client_per_s: 0.1,
+            partition_client_per_s: 0.1,
+            pause_ms: 1000,
+            partition_ms: 2000,
+            restart_after_ms: 2000,
+            ..RandomFaults::default()
+        }),
+        ..FaultPlan::default()
+    }
+}
+
+/// [`sweep_plan`] with session expiries, server- and client-side, and longer pauses and
+/// partitions, which cost sessions.
+pub fn harsh_plan() -> FaultPlan {
+    FaultPlan {
+        random: Some(RandomFaults {
+            expire_session_per_s: 0.05,
+            client_side_expiry_per_s: 0.05,
+            pause_ms: 3000,
+            partition_ms: 5000,
+            ..sweep_plan()
+                .random
+                .expect("the sweep plan has random faults")
+        }),
+        ..FaultPlan::default()
+    }
+}
 
 /// What one run of the standard scenario gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,10 +170,10 @@ pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) 
     create_with_retry(&clients[0], "/latch", CreateMode::Persistent)
         .await
         .expect("create /latch");
-    let mut waiters = Vec::new();
+    // Every waiter reports when it becomes first; the failover is the first report.
+    let (first_tx, mut first_rx) = tokio::sync::mpsc::unbounded_channel();
     for (id, client) in clients.iter().enumerate() {
-        // Each node is created before the next client's, so client 0 is first in line. (With
-        // faults, a ConnectionLoss retry may create a second node: the unprotected pattern.)
+        // Each node is created before the next client's, so client 0 is first in line.
         let own = create_with_retry(client, "/latch/n-", CreateMode::EphemeralSequential).await;
         let Ok(own) = own else { continue };
         if id == 0 {
@@ -148,24 +184,23 @@ pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) 
             cluster.history_handle(),
             Arc::clone(cluster.net()),
         );
-        waiters.push((
-            id,
-            cluster.spawn_on_client(id as u32, async move {
-                let first = wait_until_first(&client, &own, &history, || net.now_us()).await;
-                first.then(now)
-            }),
-        ));
+        let first_tx = first_tx.clone();
+        cluster.spawn_on_client(id as u32, async move {
+            if wait_until_first(&client, &own, &history, || net.now_us()).await {
+                let _ = first_tx.send(now());
+            }
+        });
     }
+    drop(first_tx);
     madsim::time::sleep(Duration::from_millis(1000)).await;
     let crashed_at = now();
     cluster.inject(&Fault::CrashClient { client: 0 }).await;
     let fault_phase = cluster.run_faults(&plan, FAILOVER_BOUND_MS);
-    let (_, waiter) = waiters.remove(0);
     let failover = tokio::select! {
         // Branches are polled in order: the default random order would be entropy from outside
         // the seed.
         biased;
-        first = waiter => first.ok().flatten(),
+        first = first_rx.recv() => first,
         () = fault_phase => None,
     };
     let failover_ms = failover.map(|at| at.duration_since(crashed_at).as_millis() as u64);

@@ -6,30 +6,14 @@
 
 use std::collections::BTreeSet;
 
-use zkh_sim::fault::{FaultPlan, RandomFaults};
+use zkh_sim::fault::FaultPlan;
 use zkh_sim::run::run_seed;
 use zkh_sim::standard;
 
-fn plan() -> FaultPlan {
-    FaultPlan {
-        random: Some(RandomFaults {
-            drop_request_per_s: 0.5,
-            drop_reply_per_s: 0.5,
-            expire_session_per_s: 0.05,
-            client_side_expiry_per_s: 0.05,
-            kill_leader_per_s: 0.05,
-            pause_client_per_s: 0.1,
-            partition_client_per_s: 0.1,
-            pause_ms: 3000,
-            partition_ms: 5000,
-            restart_after_ms: 2000,
-        }),
-        ..FaultPlan::default()
-    }
-}
-
 fn run(seed: u64) -> standard::Outcome {
-    run_seed(seed, 600, |seed| standard::run(seed, plan()))
+    run_seed(seed, 600, |seed| {
+        standard::run(seed, standard::harsh_plan())
+    })
 }
 
 fn seeds() -> u64 {

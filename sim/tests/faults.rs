@@ -325,3 +325,42 @@ fn a_leader_cut_off_from_its_followers_is_replaced() {
         );
     });
 }
+
+/// Found by the sweep (seed 451): a partition shorter than the client's patience delays what an
+/// established connection carries, as TCP does; it does not lose it.
+#[test]
+fn a_short_partition_delays_a_notification_and_loses_nothing() {
+    run_seed(451, 300, |seed| async move {
+        let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+        let writer = cluster.add_client(0, T, false).await.unwrap();
+        let watcher = cluster.add_client(1, T, false).await.unwrap();
+        writer
+            .create("/e", b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        watcher.exists("/e", true).await.unwrap();
+        session_events(&watcher);
+        let cut = Fault::Partition {
+            a: BTreeSet::from([NodeRef::Client(1)]),
+            b: BTreeSet::from([NodeRef::AllServers]),
+            one_way: false,
+            duration_ms: 2000,
+        };
+        cluster.inject(&cut).await;
+        writer.delete("/e", -1).await.unwrap();
+        sleep(Duration::from_millis(500)).await;
+        assert!(watch_events(&watcher).is_empty(), "held by the partition");
+        sleep(Duration::from_millis(1600)).await;
+        cluster.end_due_faults();
+        sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            watch_events(&watcher),
+            [EventType::NodeDeleted],
+            "delivered after the heal"
+        );
+        assert!(
+            session_events(&watcher).is_empty(),
+            "2 s is less than two thirds of T: no disconnection"
+        );
+    });
+}
