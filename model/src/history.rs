@@ -168,7 +168,7 @@ impl History {
         let mut text = String::new();
         for entry in &self.entries {
             text.clear();
-            write!(text, "{entry:?}\n").expect("writing to a String cannot fail");
+            writeln!(text, "{entry:?}").expect("writing to a String cannot fail");
             for byte in text.bytes() {
                 hash ^= u64::from(byte);
                 hash = hash.wrapping_mul(FNV_PRIME);

@@ -1,7 +1,7 @@
 //! The async ZooKeeper client trait that every recipe is written against.
 //!
 //! Three implementations exist: the in-memory client over the pure model (`zkh-model`, for
-//! unit tests), the simulated client on madsim (`zkh-sim`), and [`crate::real::RealClient`]
+//! unit tests), the simulated client on madsim (`zkh-sim`), and `real::RealClient`
 //! over a real ZooKeeper server (normal build only). A recipe cannot tell them apart.
 //!
 //! # Guarantees every implementation gives

@@ -8,7 +8,7 @@
 //!   operations;
 //! - the async [`ZkClient`] trait that recipes are written against, with the guarantees every
 //!   implementation gives (FIFO per client, a watch event before the data that reflects it);
-//! - in the normal (non-simulated) build, [`real::RealClient`], a `ZkClient` over a real
+//! - in the normal (non-simulated) build, `real::RealClient`, a `ZkClient` over a real
 //!   ZooKeeper server.
 //!
 //! # The two builds

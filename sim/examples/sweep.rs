@@ -71,7 +71,14 @@ mod sweep {
     }
 
     pub fn main() -> std::process::ExitCode {
-        let args = Args::parse();
+        // Bad input is exit code 64 (EX_USAGE); clap's own 2 would read as a liveness failure.
+        let args = match Args::try_parse() {
+            Ok(args) => args,
+            Err(error) => {
+                let _ = error.print();
+                return std::process::ExitCode::from(if error.use_stderr() { 64 } else { 0 });
+            }
+        };
         let seeds: Vec<u64> = args
             .seeds
             .clone()

@@ -92,6 +92,9 @@ enum WatchClass {
     Children,
 }
 
+/// Where the reply to a request (with the zxid of its header) will come.
+type ReplyReceiver = oneshot::Receiver<Result<(i64, Reply), ZkError>>;
+
 struct Pending {
     watch: Option<(WatchClass, String)>,
     reply_to: oneshot::Sender<Result<(i64, Reply), ZkError>>,
@@ -519,7 +522,7 @@ impl SimClient {
         request: Request,
         watch: Option<(WatchClass, String)>,
         close: bool,
-    ) -> Result<oneshot::Receiver<Result<(i64, Reply), ZkError>>, ZkError> {
+    ) -> Result<ReplyReceiver, ZkError> {
         let shared = &self.shared;
         let now = now();
         let mut state = shared.lock();

@@ -4,18 +4,18 @@
 //! seed as the only entropy: the same seed gives a byte-identical run, and the
 //! [history](zkh_model::History) it records has the same [stable hash](zkh_model::History::stable_hash).
 //!
-//! - [`server`]: a server process replicating the pure model (`zkh_model::ZkModel`): elections,
+//! - `server`: a server process replicating the pure model (`zkh_model::ZkModel`): elections,
 //!   proposals committed on a quorum, local reads, `sync`, session expiry in tick buckets.
-//! - [`client`]: [`SimClient`], a `ZkClient` with the real client's connection behaviour: pings,
+//! - `client`: `SimClient`, a `ZkClient` with the real client's connection behaviour: pings,
 //!   `Disconnected` after two thirds of the timeout, reconnection, expiry learnt on reconnect,
 //!   watch re-registration.
-//! - [`fault`]: [`Fault`], the closed vocabulary of faults, each saying what it models, and
-//!   [`FaultPlan`]: scripted, triggered and random faults.
-//! - [`cluster`]: [`Cluster`], which starts an ensemble and client processes, injects faults and
-//!   heals them; [`run::run_seed`] runs a scenario for one seed on a fresh thread.
+//! - `fault`: `Fault`, the closed vocabulary of faults, each saying what it models, and
+//!   `FaultPlan`: scripted, triggered and random faults.
+//! - `cluster`: `Cluster`, which starts an ensemble and client processes, injects faults and
+//!   heals them; `run::run_seed` runs a scenario for one seed on a fresh thread.
 //!
 //! This crate exists only in the simulated build (`RUSTFLAGS="--cfg madsim"`); in the normal
-//! build it is empty.
+//! build it holds only the build-independent parts (`fault`, `seed`).
 
 #[cfg(madsim)]
 pub mod client;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::clock::now;
 use zkh_model::{History, HistoryEvent};
 use zkh_recipes::types::sequence_suffix;
-use zkh_recipes::{ClientEvent, CreateMode, ZkClient, ZkError};
+use zkh_recipes::{CreateMode, ZkClient, ZkError};
 
 use crate::client::SimClient;
 use crate::cluster::{Cluster, ClusterConfig};
@@ -120,12 +120,12 @@ async fn wait_until_first(
         let predecessor = format!("/latch/{}", sorted[position - 1]);
         match client.exists(&predecessor, true).await {
             Ok(None) => continue,
-            Ok(Some(_)) => loop {
-                match client.next_event().await {
-                    Some(ClientEvent::Watch(_)) | Some(ClientEvent::Session(_)) => break,
-                    None => return false,
+            // Any event, a watch or a session change, is a reason to look again.
+            Ok(Some(_)) => {
+                if client.next_event().await.is_none() {
+                    return false;
                 }
-            },
+            }
             Err(error) if error.is_terminal() => return false,
             Err(_) => madsim::time::sleep(Duration::from_millis(100)).await,
         }
