@@ -18,11 +18,7 @@
 
 mod common;
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
-use common::{case, run, Backend, Case, Outcome, Transcript};
+use common::{case, now, run, Backend, Case, Outcome, Transcript};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use zkh_model::{MemoryClient, MemoryEnsemble};
 use zkh_recipes::types::sequence_suffix;
@@ -30,18 +26,6 @@ use zkh_recipes::{CreateMode, SessionId, ZkClient};
 
 /// Longest generated case, in steps.
 const MAX_STEPS_PER_CASE: usize = 24;
-
-/// Polls a future that never waits (every in-memory operation completes at once).
-fn now<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("an in-memory operation waited; none of them should"),
-    }
-}
 
 struct ModelBackend {
     ensemble: MemoryEnsemble,

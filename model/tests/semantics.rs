@@ -2,26 +2,14 @@
 //! in-memory client. The differential test checks the same ground against a real server at
 //! random; these pin each fact by name, in both builds.
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
+mod common;
 
+use common::now;
 use zkh_model::{InjectedFault, MemoryEnsemble, Notification, Reply, Request, Response, ZkModel};
 use zkh_recipes::{
     ClientEvent, CreateMode, EventType, MultiError, Op, OpResult, SessionEvent, SessionId,
     WatchedEvent, ZkClient, ZkError,
 };
-
-fn now<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("an in-memory operation waited"),
-    }
-}
 
 fn create(
     model: &mut ZkModel,

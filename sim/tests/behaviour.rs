@@ -3,53 +3,22 @@
 //! hold for every one of them.
 #![cfg(madsim)]
 
-use std::collections::BTreeSet;
+mod common;
+
+use common::{isolate, next_watch, session_events, T};
+
 use std::time::Duration;
 
 use madsim::time::sleep;
-use zkh_recipes::{ClientEvent, CreateMode, EventType, SessionEvent, ZkClient, ZkError};
-use zkh_sim::clock::{now, Instant};
+use zkh_recipes::{CreateMode, EventType, SessionEvent, ZkClient, ZkError};
+use zkh_sim::clock::now;
 use zkh_sim::cluster::{Cluster, ClusterConfig};
-use zkh_sim::fault::{Fault, NodeRef, ServerRef};
+use zkh_sim::fault::{Fault, ServerRef};
 use zkh_sim::run::run_seed;
-use zkh_sim::SimClient;
 
-const T: u64 = 4000;
 const TICK: u64 = 2000;
 /// Network latency and scheduling slack allowed around a measured bound.
 const SLACK_MS: u64 = 50;
-
-/// Waits for the next watch event of `client`, at most `within_ms`; returns it with its time.
-async fn next_watch(
-    client: &SimClient,
-    within_ms: u64,
-) -> Option<(Instant, zkh_recipes::WatchedEvent)> {
-    let wait = async {
-        loop {
-            match client.next_event().await {
-                Some(ClientEvent::Watch(event)) => return Some((now(), event)),
-                Some(_) => continue,
-                None => return None,
-            }
-        }
-    };
-    madsim::time::timeout(Duration::from_millis(within_ms), wait)
-        .await
-        .ok()
-        .flatten()
-}
-
-fn session_events(client: &SimClient) -> Vec<SessionEvent> {
-    std::iter::from_fn(|| client.try_next_event())
-        .filter_map(|e| {
-            if let ClientEvent::Session(s) = e {
-                Some(s)
-            } else {
-                None
-            }
-        })
-        .collect()
-}
 
 #[test]
 fn a_crashed_clients_ephemeral_goes_between_t_minus_a_third_and_t_plus_a_tick() {
@@ -162,12 +131,7 @@ fn a_partitioned_client_expires_on_the_server_and_learns_it_after_the_heal() {
                 .unwrap();
             watcher.exists("/e", true).await.unwrap();
             session_events(&cut_off);
-            let partition = Fault::Partition {
-                a: BTreeSet::from([NodeRef::Client(0)]),
-                b: BTreeSet::from([NodeRef::AllServers]),
-                one_way: false,
-                duration_ms: 60_000,
-            };
+            let partition = isolate(0, false, 60_000);
             cluster.inject(&partition).await;
             let (_, event) = next_watch(&watcher, 3 * T)
                 .await

@@ -1,43 +1,20 @@
 //! Each fault of the vocabulary, injected alone, has the effect its documentation promises.
 #![cfg(madsim)]
 
+mod common;
+
+use common::{isolate, session_events, watch_events, T};
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use madsim::time::sleep;
-use zkh_recipes::{ClientEvent, CreateMode, EventType, SessionEvent, ZkClient, ZkError};
+use zkh_recipes::{CreateMode, EventType, SessionEvent, ZkClient, ZkError};
 use zkh_sim::clock::now;
 use zkh_sim::cluster::{Cluster, ClusterConfig};
 use zkh_sim::fault::{Fault, FaultPlan, NodeRef, OpKind, ServerRef, Trigger, TriggeredFault};
 use zkh_sim::run::run_seed;
 use zkh_sim::server::RoleSummary;
-use zkh_sim::SimClient;
-
-const T: u64 = 4000;
-
-fn session_events(client: &SimClient) -> Vec<SessionEvent> {
-    std::iter::from_fn(|| client.try_next_event())
-        .filter_map(|e| {
-            if let ClientEvent::Session(s) = e {
-                Some(s)
-            } else {
-                None
-            }
-        })
-        .collect()
-}
-
-fn watch_events(client: &SimClient) -> Vec<EventType> {
-    std::iter::from_fn(|| client.try_next_event())
-        .filter_map(|e| {
-            if let ClientEvent::Watch(w) = e {
-                Some(w.event_type)
-            } else {
-                None
-            }
-        })
-        .collect()
-}
 
 #[test]
 fn faults_round_trip_through_serde() {
@@ -113,12 +90,7 @@ fn a_one_way_partition_silences_the_client() {
         let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
         let client = cluster.add_client(0, T, false).await.unwrap();
         session_events(&client);
-        let cut = Fault::Partition {
-            a: BTreeSet::from([NodeRef::Client(0)]),
-            b: BTreeSet::from([NodeRef::AllServers]),
-            one_way: true,
-            duration_ms: T / 2,
-        };
+        let cut = isolate(0, true, T / 2);
         cluster.inject(&cut).await;
         let started = now();
         // Requests go out but nothing comes back: Disconnected after two thirds of T.
@@ -340,12 +312,7 @@ fn a_short_partition_delays_a_notification_and_loses_nothing() {
             .unwrap();
         watcher.exists("/e", true).await.unwrap();
         session_events(&watcher);
-        let cut = Fault::Partition {
-            a: BTreeSet::from([NodeRef::Client(1)]),
-            b: BTreeSet::from([NodeRef::AllServers]),
-            one_way: false,
-            duration_ms: 2000,
-        };
+        let cut = isolate(1, false, 2000);
         cluster.inject(&cut).await;
         writer.delete("/e", -1).await.unwrap();
         sleep(Duration::from_millis(500)).await;

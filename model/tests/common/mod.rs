@@ -11,12 +11,27 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 
 use proptest::prelude::*;
 use zkh_recipes::{
     ClientEvent, CreateMode, EventType, MultiError, Op, OpResult, SessionId, Stat, ZkClient,
     ZkError,
 };
+
+/// Polls a future that never waits (every in-memory operation completes at once).
+pub fn now<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("an in-memory operation waited; none of them should"),
+    }
+}
 
 /// Where an operation points, relative to the case root.
 #[derive(Clone, Debug, PartialEq, Eq)]
