@@ -1,102 +1,11 @@
-//! Requests to the model and its replies: the same vocabulary the wire protocol carries.
+//! Replies of the model, watch notifications, and what applying a request did.
+//!
+//! The requests themselves ([`Request`], [`Response`]) are `zkh_recipes::request`'s: the same
+//! vocabulary the recipes issue and the wire protocol carries.
 
 use serde::{Deserialize, Serialize};
-use zkh_recipes::{
-    CreateMode, Created, MultiError, Op, OpResult, SessionId, Stat, WatchedEvent, ZkError,
-};
-
-/// One client request.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Request {
-    /// `create(path, data, mode)`.
-    Create {
-        /// The path, or the prefix of a sequential node.
-        path: String,
-        /// The node's data.
-        data: Vec<u8>,
-        /// The mode.
-        mode: CreateMode,
-    },
-    /// `delete(path, version)`.
-    Delete {
-        /// The node.
-        path: String,
-        /// The expected version, or -1.
-        version: i32,
-    },
-    /// `exists(path, watch)`.
-    Exists {
-        /// The node.
-        path: String,
-        /// Set a data watch.
-        watch: bool,
-    },
-    /// `getData(path, watch)`.
-    GetData {
-        /// The node.
-        path: String,
-        /// Set a data watch.
-        watch: bool,
-    },
-    /// `getChildren(path, watch)`.
-    GetChildren {
-        /// The node.
-        path: String,
-        /// Set a child watch.
-        watch: bool,
-    },
-    /// `setData(path, data, version)`.
-    SetData {
-        /// The node.
-        path: String,
-        /// The new data.
-        data: Vec<u8>,
-        /// The expected version, or -1.
-        version: i32,
-    },
-    /// `multi(ops)`.
-    Multi(Vec<Op>),
-    /// `sync(path)`.
-    Sync {
-        /// The path (ZooKeeper ignores it beyond validation).
-        path: String,
-    },
-}
-
-impl Request {
-    /// True for requests that become a transaction (and take a zxid) when sent to the server.
-    pub fn is_write(&self) -> bool {
-        match self {
-            Request::Create { .. } | Request::Delete { .. } | Request::SetData { .. } => true,
-            Request::Multi(ops) => !ops.is_empty(),
-            Request::Exists { .. }
-            | Request::GetData { .. }
-            | Request::GetChildren { .. }
-            | Request::Sync { .. } => false,
-        }
-    }
-}
-
-/// A successful reply.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Response {
-    /// To `Create`.
-    Created(Created),
-    /// To `Delete`.
-    Deleted,
-    /// To `Exists`: the `Stat`, or `None` if the node is missing.
-    Exists(Option<Stat>),
-    /// To `GetData`.
-    Data(Vec<u8>, Stat),
-    /// To `GetChildren`: names, sorted.
-    Children(Vec<String>, Stat),
-    /// To `SetData`.
-    SetData(Stat),
-    /// To a successful `Multi`.
-    Multi(Vec<OpResult>),
-    /// To `Sync`.
-    Synced,
-}
+pub use zkh_recipes::request::{Request, Response};
+use zkh_recipes::{Created, MultiError, OpResult, SessionId, Stat, WatchedEvent, ZkError};
 
 /// The reply to a request.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

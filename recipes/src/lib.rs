@@ -19,10 +19,14 @@
 //! sockets.
 
 pub mod client;
+pub mod driver;
 pub mod error;
 pub mod event;
+pub mod lock;
+pub mod machine;
 pub mod ops;
 pub mod path;
+pub mod request;
 pub mod types;
 
 #[cfg(not(madsim))]
@@ -33,4 +37,5 @@ pub use error::ZkError;
 pub use event::{ClientEvent, EventType, SessionEvent, WatchedEvent};
 pub use ops::{MultiError, Op, OpResult};
 pub use path::{PathError, ZkPath};
+pub use request::{Request, Response};
 pub use types::{CreateMode, Created, SessionId, Stat, ANY_VERSION};

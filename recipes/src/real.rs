@@ -79,6 +79,16 @@ impl Shared {
     }
 }
 
+/// The driver's [`Clock`](crate::driver::Clock) in a real process: tokio's timers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TokioClock;
+
+impl crate::driver::Clock for TokioClock {
+    fn sleep(&self, ms: u64) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(tokio::time::sleep(Duration::from_millis(ms)))
+    }
+}
+
 /// A [`ZkClient`] connected to a real ZooKeeper ensemble.
 ///
 /// Dropping it closes the session (and ends the task that forwards session events);

@@ -1,0 +1,181 @@
+//! The one async driver: runs any [`Machine`] over any [`ZkClient`].
+//!
+//! The driver owns the client's event stream and feeds the machine, in this order of priority:
+//! watch and session events (so that, as the trait promises, a watch event is seen before the
+//! reply that reflects its change), the reply of the operation in flight, expired timers, and
+//! application requests. Operations run one at a time, in the order the machine issued them,
+//! which keeps the client's FIFO order. Timers sleep on the host's [`Clock`].
+//!
+//! One driver per client: it takes every event of the client's session.
+//!
+//! Cancellation safety: dropping the [`Handle`] ends the driver at its next step; an operation
+//! in flight may still be applied by the server.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use tokio::sync::{mpsc, Mutex};
+
+use crate::client::ZkClient;
+use crate::error::ZkError;
+use crate::event::ClientEvent;
+use crate::machine::{Command, Input, Machine, OpId, TimerId};
+use crate::request::{execute, Request, Response};
+
+/// The host's time, for the driver's timers: tokio's in a real process, madsim's in the
+/// simulator.
+pub trait Clock: Send + Sync + 'static {
+    /// A future that completes after `ms` milliseconds.
+    fn sleep(&self, ms: u64) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+}
+
+/// The application's side of a running machine.
+pub struct Handle<M: Machine> {
+    requests: mpsc::UnboundedSender<M::Request>,
+    reports: Mutex<mpsc::UnboundedReceiver<M::Report>>,
+}
+
+impl<M: Machine> Handle<M> {
+    /// Sends a request to the machine. False if the driver has stopped.
+    pub fn send(&self, request: M::Request) -> bool {
+        self.requests.send(request).is_ok()
+    }
+
+    /// The machine's next report, or `None` once the driver has stopped.
+    pub async fn next_report(&self) -> Option<M::Report> {
+        self.reports.lock().await.recv().await
+    }
+
+    /// A report if one is waiting.
+    pub fn try_report(&self) -> Option<M::Report> {
+        self.reports.try_lock().ok()?.try_recv().ok()
+    }
+
+    /// Sends `request` and waits for the first report that `accept` maps to a result; other
+    /// reports in between are passed to `other` (e.g. to record them).
+    pub async fn ask<T>(
+        &self,
+        request: M::Request,
+        mut accept: impl FnMut(&M::Report) -> Option<T>,
+        mut other: impl FnMut(M::Report),
+    ) -> Option<T> {
+        if !self.send(request) {
+            return None;
+        }
+        let mut reports = self.reports.lock().await;
+        loop {
+            let report = reports.recv().await?;
+            match accept(&report) {
+                Some(result) => return Some(result),
+                None => other(report),
+            }
+        }
+    }
+}
+
+type InFlight = Pin<Box<dyn Future<Output = (OpId, Result<Response, ZkError>)> + Send>>;
+type Sleeping = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Starts `machine` on `client`: returns the application's handle and the driver future, which
+/// the host spawns (on the client's node, in the simulator). The driver ends when the handle is
+/// dropped or the client's event stream ends.
+pub fn start<C, M>(
+    client: Arc<C>,
+    clock: Arc<dyn Clock>,
+    machine: M,
+) -> (Handle<M>, impl Future<Output = M> + Send)
+where
+    C: ZkClient + 'static,
+    M: Machine,
+{
+    let (request_tx, request_rx) = mpsc::unbounded_channel();
+    let (report_tx, report_rx) = mpsc::unbounded_channel();
+    let handle = Handle {
+        requests: request_tx,
+        reports: Mutex::new(report_rx),
+    };
+    (handle, drive(client, clock, machine, request_rx, report_tx))
+}
+
+async fn drive<C, M>(
+    client: Arc<C>,
+    clock: Arc<dyn Clock>,
+    mut machine: M,
+    mut requests: mpsc::UnboundedReceiver<M::Request>,
+    reports: mpsc::UnboundedSender<M::Report>,
+) -> M
+where
+    C: ZkClient + 'static,
+    M: Machine,
+{
+    let mut queue: std::collections::VecDeque<(OpId, Request)> = std::collections::VecDeque::new();
+    let mut in_flight: Option<InFlight> = None;
+    let mut timers: Vec<(TimerId, Sleeping)> = Vec::new();
+    let mut out = Vec::new();
+    loop {
+        if in_flight.is_none() {
+            if let Some((id, request)) = queue.pop_front() {
+                let client = Arc::clone(&client);
+                in_flight = Some(Box::pin(
+                    async move { (id, execute(&*client, &request).await) },
+                ));
+            }
+        }
+        let input = tokio::select! {
+            // Polled in this order: events before replies (the trait's ordering promise), and no
+            // random branch order (it would be entropy from outside the seed).
+            biased;
+            event = client.next_event() => match event {
+                Some(ClientEvent::Watch(watch)) => Input::Watch(watch),
+                Some(ClientEvent::Session(session)) => Input::Session(session),
+                None => return machine,
+            },
+            (id, result) = poll_in_flight(&mut in_flight) => Input::Reply { id, result },
+            id = poll_timers(&mut timers) => Input::Timer(id),
+            request = requests.recv() => match request {
+                Some(request) => Input::Request(request),
+                None => return machine,
+            },
+        };
+        machine.handle(input, &mut out);
+        for command in out.drain(..) {
+            match command {
+                Command::Op { id, request } => queue.push_back((id, request)),
+                Command::Timer { id, after_ms } => timers.push((id, clock.sleep(after_ms))),
+                Command::Report(report) => {
+                    // The application may have dropped its handle; the machine goes on until
+                    // the next step notices.
+                    let _ = reports.send(report);
+                }
+            }
+        }
+    }
+}
+
+async fn poll_in_flight(in_flight: &mut Option<InFlight>) -> (OpId, Result<Response, ZkError>) {
+    std::future::poll_fn(|cx| match in_flight.as_mut() {
+        Some(future) => match future.as_mut().poll(cx) {
+            Poll::Ready(done) => {
+                *in_flight = None;
+                Poll::Ready(done)
+            }
+            Poll::Pending => Poll::Pending,
+        },
+        None => Poll::Pending,
+    })
+    .await
+}
+
+async fn poll_timers(timers: &mut Vec<(TimerId, Sleeping)>) -> TimerId {
+    std::future::poll_fn(|cx| {
+        for index in 0..timers.len() {
+            if timers[index].1.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(timers.remove(index).0);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
