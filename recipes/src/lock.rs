@@ -177,7 +177,7 @@ impl LockMachine {
     }
 
     fn issue(&mut self, step: Step, out: &mut Vec<Command<LockReport>>) {
-        let id = self.ids.next();
+        let id = self.ids.fresh();
         let request = match &step {
             Step::CreateParents(paths) => Request::Create {
                 path: paths[0].clone(),
@@ -208,7 +208,7 @@ impl LockMachine {
     }
 
     fn retry_later(&mut self, step: Step, out: &mut Vec<Command<LockReport>>) {
-        let id = self.ids.next();
+        let id = self.ids.fresh();
         self.step = None;
         self.retry = Some((id, step));
         out.push(Command::Timer {
@@ -265,7 +265,7 @@ impl LockMachine {
             (LockRequest::Acquire { timeout_ms }, Phase::Idle) => {
                 self.phase = Phase::Acquiring;
                 if let Some(after_ms) = timeout_ms {
-                    let id = self.ids.next();
+                    let id = self.ids.fresh();
                     self.timeout = Some(id);
                     out.push(Command::Timer { id, after_ms });
                 }
@@ -426,7 +426,7 @@ impl LockMachine {
                 }
                 // Found again after a lost reply: the token comes from the node's Stat.
                 None => {
-                    let id = self.ids.next();
+                    let id = self.ids.fresh();
                     let path = self.node.clone().expect("checked above");
                     self.step = Some((id, Step::Token));
                     out.push(Command::Op {
@@ -442,7 +442,7 @@ impl LockMachine {
             LockVariant::Herd => self.waiting = true,
             LockVariant::Correct | LockVariant::Unprotected => {
                 let predecessor = join(&self.dir, locks[position - 1]);
-                let id = self.ids.next();
+                let id = self.ids.fresh();
                 self.step = Some((id, Step::WatchPredecessor));
                 out.push(Command::Op {
                     id,

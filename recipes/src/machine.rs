@@ -82,7 +82,7 @@ pub struct Ids {
 
 impl Ids {
     /// A fresh id.
-    pub fn next(&mut self) -> u64 {
+    pub fn fresh(&mut self) -> u64 {
         self.next += 1;
         self.next
     }
