@@ -22,6 +22,7 @@ pub mod client;
 pub mod driver;
 pub mod error;
 pub mod event;
+pub mod latch;
 pub mod lock;
 pub mod machine;
 pub mod ops;

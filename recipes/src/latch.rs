@@ -1,0 +1,566 @@
+//! Leader election: Curator's `LeaderLatch`, as a state machine.
+//!
+//! # The algorithm (Curator 5.4.0, with the CURATOR-696 fix)
+//!
+//! 1. Create a protected ephemeral-sequential node `/<latch>/_c_<uuid>-latch-<seq>` whose data
+//!    is the participant id (parents created as containers if missing).
+//! 2. List the children and order the latch nodes by the digits after `latch-`.
+//!    - Our node is not there: it was lost (session gone, parent reaped); create a new one.
+//!    - Our node is first: read its `Stat`, and take leadership only if its `ephemeralOwner` is
+//!      *this* session. A node found again after a session expiry may still belong to the dying
+//!      old session (the CURATOR-696 fix): then create a new node instead.
+//!    - Otherwise: `getData` with a watch on the node just before ours. If it is already gone
+//!      (`NoNode`), list again; when its watch fires, list again. The parent gone (`NoNode` on
+//!      the listing) means starting over.
+//! 3. `Disconnected` (SUSPENDED) and `Expired` (LOST) clear leadership at once. A reconnection
+//!    (same session, or the new one Curator makes after expiry) lists the children again; it does
+//!    not recreate the node (5.4.0 behaviour).
+//!
+//! The token of a leadership is the `czxid` of the leader's node.
+//!
+//! # Known-bad variants, kept as positive controls
+//!
+//! - [`LatchVariant::TrustPredecessor`]: takes leadership as soon as its predecessor's node is
+//!   deleted, without listing again: wrong when the predecessor was a waiter that left while an
+//!   earlier node still leads.
+//! - [`LatchVariant::NoOwnerCheck`]: Curator 5.4.0 as released, behind CURATOR-696: after a
+//!   client-side expiry and a new session, it finds its old node (still owned by the dying
+//!   session) first in line and leads again, with no watch to tell it when the server deletes
+//!   that node; another participant then leads too.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ZkError;
+use crate::event::{EventType, SessionEvent};
+use crate::machine::{Command, Ids, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
+use crate::path::{join, parent_of};
+use crate::request::{Request, Response};
+use crate::types::{CreateMode, SessionId};
+
+/// Which latch: the correct one, or a known-bad variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LatchVariant {
+    /// Curator's `LeaderLatch` with the CURATOR-696 fix.
+    Correct,
+    /// Leads when its predecessor's node is deleted, without listing again.
+    TrustPredecessor,
+    /// No `ephemeralOwner` check: Curator 5.4.0 (CURATOR-696).
+    NoOwnerCheck,
+}
+
+/// What the application asks of a latch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LatchRequest {
+    /// Join the election.
+    Start,
+    /// Leave it (deleting the node).
+    Close,
+}
+
+/// What a latch tells its host.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LatchReport {
+    /// This participant leads; `token` is its node's `czxid`.
+    Leader {
+        /// The fencing token.
+        token: i64,
+    },
+    /// This participant no longer leads.
+    NotLeader,
+    /// The latch gave up (an error it cannot retry).
+    Failed(ZkError),
+    /// The latch closed.
+    Closed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Step {
+    CreateParents(Vec<String>),
+    Create,
+    FindOwn,
+    List,
+    CheckOwner,
+    WatchPredecessor(String),
+    Delete,
+}
+
+/// Curator's `LeaderLatch` as a state machine.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LatchMachine {
+    variant: LatchVariant,
+    dir: String,
+    prefix: String,
+    participant: String,
+    ids: Ids,
+    started: bool,
+    leader: bool,
+    session: Option<SessionId>,
+    node: Option<String>,
+    step: Option<(OpId, Step)>,
+    retry: Option<(TimerId, Step)>,
+    watching: Option<String>,
+}
+
+impl LatchMachine {
+    /// A latch on `dir` for `participant`, with the host's `uuid` for protection.
+    pub fn new(variant: LatchVariant, dir: &str, participant: &str, uuid: &str) -> LatchMachine {
+        LatchMachine {
+            variant,
+            dir: dir.to_owned(),
+            prefix: format!("_c_{uuid}-latch-"),
+            participant: participant.to_owned(),
+            ids: Ids::default(),
+            started: false,
+            leader: false,
+            session: None,
+            node: None,
+            step: None,
+            retry: None,
+            watching: None,
+        }
+    }
+
+    /// True while this participant believes it leads.
+    pub fn is_leader(&self) -> bool {
+        self.leader
+    }
+
+    fn issue(&mut self, step: Step, out: &mut Vec<Command<LatchReport>>) {
+        let id = self.ids.fresh();
+        let request = match &step {
+            Step::CreateParents(paths) => Request::Create {
+                path: paths[0].clone(),
+                data: Vec::new(),
+                mode: CreateMode::Container,
+            },
+            Step::Create => Request::Create {
+                path: join(&self.dir, &self.prefix),
+                data: self.participant.as_bytes().to_vec(),
+                mode: CreateMode::EphemeralSequential,
+            },
+            Step::FindOwn | Step::List => Request::GetChildren {
+                path: self.dir.clone(),
+                watch: false,
+            },
+            Step::CheckOwner => Request::Exists {
+                path: self.node.clone().expect("checking needs a node"),
+                watch: false,
+            },
+            Step::WatchPredecessor(path) => Request::GetData {
+                path: path.clone(),
+                watch: true,
+            },
+            Step::Delete => Request::Delete {
+                path: self.node.clone().expect("deleting needs a node"),
+                version: -1,
+            },
+        };
+        self.step = Some((id, step));
+        self.retry = None;
+        out.push(Command::Op { id, request });
+    }
+
+    fn retry_later(&mut self, step: Step, out: &mut Vec<Command<LatchReport>>) {
+        let id = self.ids.fresh();
+        self.step = None;
+        self.retry = Some((id, step));
+        out.push(Command::Timer {
+            id,
+            after_ms: RETRY_AFTER_MS,
+        });
+    }
+
+    fn set_leader(&mut self, leader: Option<i64>, out: &mut Vec<Command<LatchReport>>) {
+        match leader {
+            Some(token) if !self.leader => {
+                self.leader = true;
+                out.push(Command::Report(LatchReport::Leader { token }));
+            }
+            None if self.leader => {
+                self.leader = false;
+                out.push(Command::Report(LatchReport::NotLeader));
+            }
+            _ => {}
+        }
+    }
+
+    fn reset(&mut self, out: &mut Vec<Command<LatchReport>>) {
+        self.set_leader(None, out);
+        self.node = None;
+        self.watching = None;
+        self.issue(Step::Create, out);
+    }
+
+    fn on_reply(
+        &mut self,
+        step: Step,
+        result: Result<Response, ZkError>,
+        out: &mut Vec<Command<LatchReport>>,
+    ) {
+        if !self.started && step != Step::Delete {
+            return;
+        }
+        match (step, result) {
+            (_, Err(ZkError::SessionExpired)) => self.set_leader(None, out),
+            (step, Err(ZkError::ConnectionLoss)) => {
+                let again = if step == Step::Create {
+                    Step::FindOwn
+                } else {
+                    step
+                };
+                self.retry_later(again, out);
+            }
+            (Step::CreateParents(mut paths), Ok(_) | Err(ZkError::NodeExists)) => {
+                paths.remove(0);
+                let next = if paths.is_empty() {
+                    Step::Create
+                } else {
+                    Step::CreateParents(paths)
+                };
+                self.issue(next, out);
+            }
+            (Step::Create, Ok(Response::Created(created))) => {
+                self.node = Some(created.path);
+                self.issue(Step::List, out);
+            }
+            (Step::Create | Step::FindOwn | Step::List, Err(ZkError::NoNode)) => {
+                self.set_leader(None, out);
+                self.issue(Step::CreateParents(ancestors(&self.dir)), out);
+            }
+            (Step::FindOwn, Ok(Response::Children(children, _))) => {
+                match children.iter().find(|c| c.starts_with(&self.prefix)) {
+                    Some(own) => {
+                        self.node = Some(join(&self.dir, own));
+                        self.issue(Step::List, out);
+                    }
+                    None => self.issue(Step::Create, out),
+                }
+            }
+            (Step::List, Ok(Response::Children(children, _))) => {
+                self.check_leadership(children, out)
+            }
+            (Step::CheckOwner, Ok(Response::Exists(Some(stat)))) => {
+                let ours = Some(SessionId(stat.ephemeral_owner)) == self.session;
+                if ours || self.variant == LatchVariant::NoOwnerCheck {
+                    self.set_leader(Some(stat.czxid), out);
+                } else {
+                    // The node of a session that is gone: start over with this session.
+                    self.reset(out);
+                }
+            }
+            (Step::CheckOwner, Ok(Response::Exists(None))) => self.reset(out),
+            (Step::WatchPredecessor(path), Ok(_)) => self.watching = Some(path),
+            (Step::WatchPredecessor(_), Err(ZkError::NoNode)) => self.issue(Step::List, out),
+            (Step::Delete, _) => {
+                self.node = None;
+                out.push(Command::Report(LatchReport::Closed));
+            }
+            (_, Err(error)) => {
+                self.set_leader(None, out);
+                out.push(Command::Report(LatchReport::Failed(error)));
+            }
+            (step, Ok(response)) => unreachable!("{step:?} answered {response:?}"),
+        }
+    }
+
+    fn check_leadership(&mut self, children: Vec<String>, out: &mut Vec<Command<LatchReport>>) {
+        let mut latches: Vec<&String> = children.iter().filter(|c| c.contains("latch-")).collect();
+        latches.sort_by_key(|c| c.rsplit("latch-").next().map(str::to_owned));
+        let own = self
+            .node
+            .as_deref()
+            .map(|n| n.rsplit('/').next().expect("a path has a name"));
+        match latches.iter().position(|c| Some(c.as_str()) == own) {
+            None => self.reset(out),
+            Some(0) => self.issue(Step::CheckOwner, out),
+            Some(position) => {
+                self.set_leader(None, out);
+                let predecessor = join(&self.dir, latches[position - 1]);
+                self.issue(Step::WatchPredecessor(predecessor), out);
+            }
+        }
+    }
+
+    fn on_session(&mut self, event: SessionEvent, out: &mut Vec<Command<LatchReport>>) {
+        match event {
+            SessionEvent::Connected { session_id } | SessionEvent::Reconnected { session_id } => {
+                self.session = Some(session_id);
+                // RECONNECTED: look again (5.4.0 does not recreate the node here).
+                if self.started && self.step.is_none() && self.retry.is_none() {
+                    self.issue(
+                        if self.node.is_some() {
+                            Step::List
+                        } else {
+                            Step::Create
+                        },
+                        out,
+                    );
+                }
+            }
+            SessionEvent::Disconnected => self.set_leader(None, out),
+            SessionEvent::Expired => {
+                self.session = None;
+                self.set_leader(None, out);
+                self.step = None;
+                self.retry = None;
+                self.watching = None;
+            }
+            SessionEvent::Closed => {
+                self.set_leader(None, out);
+                self.started = false;
+            }
+        }
+    }
+}
+
+fn ancestors(dir: &str) -> Vec<String> {
+    let mut paths = vec![dir.to_owned()];
+    let mut current = dir;
+    while parent_of(current) != "/" {
+        current = parent_of(current);
+        paths.push(current.to_owned());
+    }
+    paths.reverse();
+    paths
+}
+
+impl Machine for LatchMachine {
+    type Request = LatchRequest;
+    type Report = LatchReport;
+
+    fn handle(&mut self, input: Input<LatchRequest>, out: &mut Vec<Command<LatchReport>>) {
+        match input {
+            Input::Request(LatchRequest::Start) => {
+                if !self.started {
+                    self.started = true;
+                    self.issue(Step::Create, out);
+                }
+            }
+            Input::Request(LatchRequest::Close) => {
+                self.started = false;
+                self.set_leader(None, out);
+                self.watching = None;
+                self.retry = None;
+                if self.node.is_some() {
+                    self.issue(Step::Delete, out);
+                } else {
+                    self.step = None;
+                    out.push(Command::Report(LatchReport::Closed));
+                }
+            }
+            Input::Reply { id, result } => {
+                if self
+                    .step
+                    .as_ref()
+                    .is_some_and(|(expected, _)| *expected == id)
+                {
+                    let (_, step) = self.step.take().expect("checked above");
+                    self.on_reply(step, result, out);
+                }
+            }
+            Input::Watch(event) => {
+                if !self.started || self.watching.as_deref() != Some(event.path.as_str()) {
+                    return;
+                }
+                self.watching = None;
+                let trusted = self.variant == LatchVariant::TrustPredecessor
+                    && event.event_type == EventType::NodeDeleted;
+                if trusted && self.step.is_none() {
+                    // The known-bad shortcut: the predecessor is gone, so "we must be first".
+                    self.issue(Step::CheckOwner, out);
+                } else if self.step.is_none() {
+                    self.issue(Step::List, out);
+                }
+            }
+            Input::Session(event) => self.on_session(event, out),
+            Input::Timer(id) => {
+                if self
+                    .retry
+                    .as_ref()
+                    .is_some_and(|(expected, _)| *expected == id)
+                {
+                    let (_, step) = self.retry.take().expect("checked above");
+                    if self.started || step == Step::Delete {
+                        self.issue(step, out);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The latch as an async API over a running [`LatchMachine`].
+pub struct Latch {
+    handle: crate::driver::Handle<LatchMachine>,
+}
+
+impl Latch {
+    /// Starts a latch on `dir` for `participant` over `client`; spawn the returned driver.
+    pub fn start<C: crate::ZkClient + 'static>(
+        client: std::sync::Arc<C>,
+        clock: std::sync::Arc<dyn crate::driver::Clock>,
+        variant: LatchVariant,
+        dir: &str,
+        participant: &str,
+        uuid: &str,
+    ) -> (
+        Latch,
+        impl std::future::Future<Output = LatchMachine> + Send,
+    ) {
+        let machine = LatchMachine::new(variant, dir, participant, uuid);
+        let (handle, driver) = crate::driver::start(client, clock, machine);
+        handle.send(LatchRequest::Start);
+        (Latch { handle }, driver)
+    }
+
+    /// Waits until this participant leads; returns its token, or `None` if the latch stopped.
+    pub async fn await_leadership(&self) -> Option<i64> {
+        loop {
+            match self.handle.next_report().await? {
+                LatchReport::Leader { token } => return Some(token),
+                LatchReport::Failed(_) | LatchReport::Closed => return None,
+                LatchReport::NotLeader => {}
+            }
+        }
+    }
+
+    /// The next change of leadership (or failure), waiting for it.
+    pub async fn next_report(&self) -> Option<LatchReport> {
+        self.handle.next_report().await
+    }
+
+    /// Leaves the election and deletes the node.
+    pub async fn close(&self) {
+        let accept = |report: &LatchReport| matches!(report, LatchReport::Closed).then_some(());
+        self.handle.ask(LatchRequest::Close, accept, |_| {}).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Created, Stat};
+
+    fn op_of(out: &[Command<LatchReport>]) -> (OpId, Request) {
+        out.iter()
+            .find_map(|c| match c {
+                Command::Op { id, request } => Some((*id, request.clone())),
+                _ => None,
+            })
+            .expect("an operation was issued")
+    }
+
+    /// The CURATOR-696 path, fed by hand: leader in session 1, the client is told its session
+    /// expired (KillSession), a new session 2 connects, the old node (owned by session 1, which
+    /// the server has not expired yet) is still first in line.
+    fn after_kill_session(variant: LatchVariant) -> Vec<Command<LatchReport>> {
+        let mut latch = LatchMachine::new(variant, "/latch", "p", "u");
+        let mut out = Vec::new();
+        latch.handle(
+            Input::Session(SessionEvent::Connected {
+                session_id: SessionId(1),
+            }),
+            &mut out,
+        );
+        latch.handle(Input::Request(LatchRequest::Start), &mut out);
+        let (id, _) = op_of(&out);
+        let node = "/latch/_c_u-latch-0000000000".to_owned();
+        let stat = Stat {
+            czxid: 7,
+            ephemeral_owner: 1,
+            ..Stat::default()
+        };
+        let created = Response::Created(Created {
+            path: node.clone(),
+            stat,
+        });
+        out.clear();
+        latch.handle(
+            Input::Reply {
+                id,
+                result: Ok(created),
+            },
+            &mut out,
+        );
+        let (id, _) = op_of(&out);
+        out.clear();
+        let children = Response::Children(vec!["_c_u-latch-0000000000".into()], Stat::default());
+        latch.handle(
+            Input::Reply {
+                id,
+                result: Ok(children.clone()),
+            },
+            &mut out,
+        );
+        let (id, request) = op_of(&out);
+        assert_eq!(
+            request,
+            Request::Exists {
+                path: node.clone(),
+                watch: false
+            }
+        );
+        out.clear();
+        latch.handle(
+            Input::Reply {
+                id,
+                result: Ok(Response::Exists(Some(stat))),
+            },
+            &mut out,
+        );
+        assert_eq!(out, [Command::Report(LatchReport::Leader { token: 7 })]);
+        out.clear();
+        latch.handle(Input::Session(SessionEvent::Expired), &mut out);
+        assert_eq!(out, [Command::Report(LatchReport::NotLeader)]);
+        out.clear();
+        latch.handle(
+            Input::Session(SessionEvent::Connected {
+                session_id: SessionId(2),
+            }),
+            &mut out,
+        );
+        let (id, _) = op_of(&out);
+        out.clear();
+        latch.handle(
+            Input::Reply {
+                id,
+                result: Ok(children),
+            },
+            &mut out,
+        );
+        let (id, _) = op_of(&out);
+        out.clear();
+        latch.handle(
+            Input::Reply {
+                id,
+                result: Ok(Response::Exists(Some(stat))),
+            },
+            &mut out,
+        );
+        out
+    }
+
+    #[test]
+    fn the_owner_check_refuses_a_node_of_the_dead_session() {
+        let out = after_kill_session(LatchVariant::Correct);
+        assert!(!out
+            .iter()
+            .any(|c| matches!(c, Command::Report(LatchReport::Leader { .. }))));
+        let (_, request) = op_of(&out);
+        assert!(
+            matches!(request, Request::Create { .. }),
+            "it creates a node of its own session: {request:?}"
+        );
+    }
+
+    #[test]
+    fn no_owner_check_leads_on_the_dead_sessions_node() {
+        let out = after_kill_session(LatchVariant::NoOwnerCheck);
+        assert_eq!(
+            out,
+            [Command::Report(LatchReport::Leader { token: 7 })],
+            "CURATOR-696"
+        );
+    }
+}
