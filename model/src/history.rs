@@ -76,6 +76,20 @@ pub enum HistoryEvent {
         /// What happened.
         description: String,
     },
+    /// Server `server` applied transaction `zxid` and notified `sessions` of its own sessions
+    /// whose watches on `path` fired with `event_type` (summed over servers: everyone woken).
+    Notified {
+        /// The server.
+        server: u32,
+        /// The transaction.
+        zxid: i64,
+        /// The watched path.
+        path: String,
+        /// The event.
+        event_type: zkh_recipes::EventType,
+        /// How many sessions were notified.
+        sessions: u32,
+    },
     /// A server changed role (e.g. "leading epoch 2", "following 3", "looking").
     Server {
         /// The server (1-based, as in `myid`).

@@ -13,6 +13,7 @@
 
 pub mod history;
 pub mod memory;
+pub mod properties;
 pub mod request;
 pub mod tree;
 pub mod watches;

@@ -1,0 +1,324 @@
+//! The named properties, written once, as functions over a run's [`History`].
+//!
+//! Both engines use these: the simulator on the history it records, the model checker on the
+//! history of a path it explores. Each property has one English name and one class:
+//!
+//! | property | class | meaning |
+//! | --- | --- | --- |
+//! | mutual exclusion | always | no two critical sections' accepted writes interleave |
+//! | single acting master | always | no accepted side effect comes from a term older than one already seen |
+//! | no oversell | always | the stock never goes negative, and every sale was from the current stock |
+//! | herd free | always | one transaction wakes at most one waiter under the recipe's path |
+//! | leader elected | eventually | after the heal, a holder or leader appears within the bound |
+//!
+//! Truth is judged at the resource: two processes can *believe* they hold a lock (a holder
+//! paused past its session's expiry), and only what the resource accepted matters. Side effects
+//! are recorded as `SideEffect` entries carrying the role's token; a critical section is the
+//! run of accepted writes under one token.
+//!
+//! Every `always` property is paired with `sometimes` checks ([`sometimes`]), so that a pass
+//! over a sweep cannot be an empty one: the lock did change hands after a session was lost, a
+//! reply to a create was lost, a stale write was refused, a waiter was woken.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use zkh_recipes::SessionEvent;
+
+use crate::history::{History, HistoryEvent};
+
+/// The class of a property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Must hold at every point of every run.
+    Always,
+    /// Must come true within a bound once faults heal.
+    Eventually,
+    /// Must happen in at least one run of a sweep (a reachability check).
+    Sometimes,
+}
+
+/// The verdict of one property on one history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// The property's English name.
+    pub property: &'static str,
+    /// Its class.
+    pub class: Class,
+    /// Whether it holds (for `Sometimes`: whether it happened).
+    pub holds: bool,
+    /// Why: the first violation, or a summary.
+    pub detail: String,
+}
+
+impl Finding {
+    fn new(
+        property: &'static str,
+        class: Class,
+        violation: Option<String>,
+        summary: String,
+    ) -> Finding {
+        match violation {
+            Some(detail) => Finding {
+                property,
+                class,
+                holds: false,
+                detail,
+            },
+            None => Finding {
+                property,
+                class,
+                holds: true,
+                detail: summary,
+            },
+        }
+    }
+}
+
+/// Accepted side effects on `resource`, in order: (time, client, token, detail).
+fn accepted(history: &History, resource: &str) -> Vec<(u64, u32, Option<i64>, String)> {
+    history
+        .entries()
+        .iter()
+        .filter_map(|entry| match &entry.event {
+            HistoryEvent::SideEffect {
+                client,
+                resource: r,
+                token,
+                accepted: true,
+                detail,
+            } if r == resource => Some((entry.at_us, *client, *token, detail.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// **Mutual exclusion** (always): the accepted writes on `resource` form one contiguous run per
+/// critical section (token): no section's writes resume after another's began.
+pub fn mutual_exclusion(history: &History, resource: &str) -> Finding {
+    let writes = accepted(history, resource);
+    let mut closed = BTreeSet::new();
+    let mut current: Option<Option<i64>> = None;
+    let mut violation = None;
+    for (at_us, client, token, detail) in &writes {
+        if current != Some(*token) {
+            if let Some(previous) = current {
+                closed.insert(previous);
+            }
+            if closed.contains(token) {
+                violation = Some(format!(
+                    "at {at_us} us client {client} wrote {detail:?} with token {token:?}, whose critical section another had interleaved"
+                ));
+                break;
+            }
+            current = Some(*token);
+        }
+    }
+    let sections = closed.len() + usize::from(current.is_some());
+    Finding::new(
+        "mutual exclusion",
+        Class::Always,
+        violation,
+        format!("{} accepted writes in {sections} sections", writes.len()),
+    )
+}
+
+/// **Single acting master** (always): no accepted side effect on `resource` carries a token older
+/// than one accepted before it.
+pub fn single_acting_master(history: &History, resource: &str) -> Finding {
+    let writes = accepted(history, resource);
+    let mut highest: Option<i64> = None;
+    let mut violation = None;
+    for (at_us, client, token, detail) in &writes {
+        let Some(token) = token else { continue };
+        if highest.is_some_and(|h| *token < h) {
+            violation = Some(format!(
+                "at {at_us} us client {client} acted ({detail:?}) with token {token} after token {} acted",
+                highest.expect("checked above")
+            ));
+            break;
+        }
+        highest = highest.max(Some(*token));
+    }
+    Finding::new(
+        "single acting master",
+        Class::Always,
+        violation,
+        format!("{} accepted side effects", writes.len()),
+    )
+}
+
+/// **No oversell** (always): replaying the accepted `sell read=<n>` writes on `resource` from
+/// `initial`, each sale was made from the current stock and the stock never went negative.
+pub fn no_oversell(history: &History, resource: &str, initial: i64) -> Finding {
+    let mut stock = initial;
+    let mut violation = None;
+    for (at_us, client, _, detail) in accepted(history, resource) {
+        let Some(read) = detail
+            .strip_prefix("sell read=")
+            .and_then(|n| n.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        if read != stock || stock <= 0 {
+            violation = Some(format!("at {at_us} us client {client} sold from a read of {read} while the stock was {stock}"));
+            break;
+        }
+        stock -= 1;
+    }
+    Finding::new(
+        "no oversell",
+        Class::Always,
+        violation,
+        format!("sold {}, {stock} left", initial - stock),
+    )
+}
+
+/// **Herd free** (always): no transaction notifies more than one session of a change at or
+/// under `dir`.
+pub fn herd_free(history: &History, dir: &str) -> Finding {
+    let mut woken: BTreeMap<i64, u32> = BTreeMap::new();
+    for entry in history.entries() {
+        if let HistoryEvent::Notified {
+            zxid,
+            path,
+            sessions,
+            ..
+        } = &entry.event
+        {
+            if path == dir || path.starts_with(&format!("{dir}/")) {
+                *woken.entry(*zxid).or_default() += sessions;
+            }
+        }
+    }
+    let violation = woken
+        .iter()
+        .find(|(_, sessions)| **sessions > 1)
+        .map(|(zxid, sessions)| {
+            format!("transaction {zxid:#x} woke {sessions} sessions under {dir}")
+        });
+    let most = woken.values().max().copied().unwrap_or(0);
+    Finding::new(
+        "herd free",
+        Class::Always,
+        violation,
+        format!(
+            "{} waking transactions, at most {most} woken each",
+            woken.len()
+        ),
+    )
+}
+
+/// **Leader elected** (eventually): some client takes one of `roles` with a token between
+/// `after_us` and `after_us + within_us`, or holds it at `after_us` already.
+pub fn leader_elected(history: &History, roles: &[&str], after_us: u64, within_us: u64) -> Finding {
+    let mut holding: BTreeMap<u32, bool> = BTreeMap::new();
+    let mut elected_at = None;
+    for entry in history.entries() {
+        if entry.at_us > after_us && elected_at.is_none() && holding.values().any(|h| *h) {
+            // Someone held the role when the faults healed.
+            elected_at = Some(after_us);
+        }
+        if let HistoryEvent::Role { client, role, token } = &entry.event {
+            let holds = roles.contains(&role.as_str()) && token.is_some();
+            holding.insert(*client, holds);
+            if holds && entry.at_us >= after_us && elected_at.is_none() {
+                elected_at = Some(entry.at_us);
+            }
+        }
+    }
+    if elected_at.is_none() && holding.values().any(|h| *h) {
+        elected_at = Some(after_us.max(history.entries().last().map_or(0, |e| e.at_us)));
+    }
+    let in_time = elected_at.is_some_and(|at| at <= after_us + within_us);
+    let violation =
+        (!in_time).then(|| format!("no {roles:?} within {within_us} us of {after_us} us"));
+    let summary = format!(
+        "elected {} us after the heal",
+        elected_at.map_or(0, |at| at - after_us)
+    );
+    Finding::new("leader elected", Class::Eventually, violation, summary)
+}
+
+/// The `sometimes` checks that keep a pass from being an empty one.
+pub mod sometimes {
+    use super::*;
+
+    /// A client lost its session (expiry or suspension) while holding a role, and another client
+    /// took the role afterwards.
+    pub fn role_changed_hands_after_a_loss(history: &History, roles: &[&str]) -> Finding {
+        let mut holder: Option<u32> = None;
+        let mut lost_by: Option<u32> = None;
+        let mut happened = false;
+        for entry in history.entries() {
+            match &entry.event {
+                HistoryEvent::Role {
+                    client,
+                    role,
+                    token: Some(_),
+                } if roles.contains(&role.as_str()) => {
+                    if lost_by.is_some_and(|lost| lost != *client) {
+                        happened = true;
+                    }
+                    holder = Some(*client);
+                }
+                HistoryEvent::Session {
+                    client,
+                    event: SessionEvent::Expired | SessionEvent::Disconnected,
+                } if holder == Some(*client) => {
+                    lost_by = Some(*client);
+                }
+                _ => {}
+            }
+        }
+        let detail = if happened {
+            "a role changed hands after its holder lost its session"
+        } else {
+            "never"
+        };
+        Finding {
+            property: "role changed hands after a loss",
+            class: Class::Sometimes,
+            holds: happened,
+            detail: detail.into(),
+        }
+    }
+
+    /// A reply was lost after the server applied the request.
+    pub fn reply_lost(history: &History) -> Finding {
+        let happened = history.entries().iter().any(|e| {
+            matches!(&e.event, HistoryEvent::Fault { description } if description.contains("reply to"))
+        });
+        Finding {
+            property: "a reply was lost",
+            class: Class::Sometimes,
+            holds: happened,
+            detail: String::new(),
+        }
+    }
+
+    /// A side effect on `resource` was refused for a stale token.
+    pub fn stale_write_refused(history: &History, resource: &str) -> Finding {
+        let happened = history.entries().iter().any(|e| {
+            matches!(&e.event, HistoryEvent::SideEffect { resource: r, accepted: false, .. } if r == resource)
+        });
+        Finding {
+            property: "a stale write was refused",
+            class: Class::Sometimes,
+            holds: happened,
+            detail: String::new(),
+        }
+    }
+
+    /// A transaction woke a waiter under `dir`.
+    pub fn waiter_woken(history: &History, dir: &str) -> Finding {
+        let happened = history.entries().iter().any(|e| {
+            matches!(&e.event, HistoryEvent::Notified { path, sessions, .. } if *sessions > 0 && path.starts_with(dir))
+        });
+        Finding {
+            property: "a waiter was woken",
+            class: Class::Sometimes,
+            holds: happened,
+            detail: String::new(),
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Each property on a history that satisfies it and on one that violates it.
+
+use zkh_model::properties::{self, sometimes};
+use zkh_model::{History, HistoryEvent};
+use zkh_recipes::{EventType, SessionEvent};
+
+fn write(h: &mut History, at: u64, client: u32, token: i64, accepted: bool, detail: &str) {
+    let event = HistoryEvent::SideEffect {
+        client,
+        resource: "stock".into(),
+        token: Some(token),
+        accepted,
+        detail: detail.into(),
+    };
+    h.push(at, event);
+}
+
+fn role(h: &mut History, at: u64, client: u32, role: &str, token: Option<i64>) {
+    h.push(
+        at,
+        HistoryEvent::Role {
+            client,
+            role: role.into(),
+            token,
+        },
+    );
+}
+
+#[test]
+fn mutual_exclusion_and_single_acting_master() {
+    let mut good = History::new();
+    write(&mut good, 1, 0, 5, true, "reserve read=2");
+    write(&mut good, 2, 0, 5, true, "sell read=2");
+    write(&mut good, 3, 1, 9, true, "reserve read=1");
+    write(&mut good, 4, 0, 5, false, "sell read=2"); // refused: does not count
+    write(&mut good, 5, 1, 9, true, "sell read=1");
+    assert!(properties::mutual_exclusion(&good, "stock").holds);
+    assert!(properties::single_acting_master(&good, "stock").holds);
+    assert!(properties::no_oversell(&good, "stock", 2).holds);
+    assert!(sometimes::stale_write_refused(&good, "stock").holds);
+
+    let mut bad = History::new();
+    write(&mut bad, 1, 0, 5, true, "reserve read=2");
+    write(&mut bad, 2, 1, 9, true, "reserve read=2");
+    write(&mut bad, 3, 0, 5, true, "sell read=2");
+    write(&mut bad, 4, 1, 9, true, "sell read=2");
+    let finding = properties::mutual_exclusion(&bad, "stock");
+    assert!(!finding.holds);
+    assert!(
+        finding.detail.contains("token Some(5)"),
+        "{}",
+        finding.detail
+    );
+    assert!(!properties::single_acting_master(&bad, "stock").holds);
+    let oversold = properties::no_oversell(&bad, "stock", 2);
+    assert!(
+        !oversold.holds && oversold.detail.contains("read of 2 while the stock was 1"),
+        "{}",
+        oversold.detail
+    );
+    assert!(!sometimes::stale_write_refused(&bad, "stock").holds);
+}
+
+#[test]
+fn herd_free_counts_every_server() {
+    let notified = |server, zxid, sessions| HistoryEvent::Notified {
+        server,
+        zxid,
+        path: "/locks/stock".into(),
+        event_type: EventType::NodeChildrenChanged,
+        sessions,
+    };
+    let mut good = History::new();
+    good.push(1, notified(1, 7, 1));
+    good.push(1, notified(2, 7, 0));
+    good.push(2, notified(3, 8, 1));
+    assert!(properties::herd_free(&good, "/locks/stock").holds);
+    assert!(sometimes::waiter_woken(&good, "/locks/stock").holds);
+    let mut herd = History::new();
+    herd.push(1, notified(1, 7, 1));
+    herd.push(1, notified(2, 7, 2));
+    let finding = properties::herd_free(&herd, "/locks/stock");
+    assert!(
+        !finding.holds && finding.detail.contains("woke 3 sessions"),
+        "{}",
+        finding.detail
+    );
+    assert!(properties::herd_free(&herd, "/elsewhere").holds);
+}
+
+#[test]
+fn leader_elected_and_changing_hands() {
+    let mut h = History::new();
+    role(&mut h, 10, 0, "leader", Some(3));
+    h.push(
+        20,
+        HistoryEvent::Session {
+            client: 0,
+            event: SessionEvent::Expired,
+        },
+    );
+    role(&mut h, 25, 0, "none", None);
+    role(&mut h, 40, 1, "leader", Some(8));
+    assert!(properties::leader_elected(&h, &["leader"], 30, 20).holds);
+    assert!(!properties::leader_elected(&h, &["leader"], 30, 5).holds);
+    assert!(properties::leader_elected(&h, &["leader"], 50, 100).holds, "client 1 still leads at the heal");
+    role(&mut h, 60, 1, "none", None);
+    assert!(!properties::leader_elected(&h, &["leader"], 70, 100).holds, "nobody leads after 60");
+    assert!(sometimes::role_changed_hands_after_a_loss(&h, &["leader"]).holds);
+    let mut quiet = History::new();
+    role(&mut quiet, 10, 0, "leader", Some(3));
+    assert!(!sometimes::role_changed_hands_after_a_loss(&quiet, &["leader"]).holds);
+    quiet.push(
+        11,
+        HistoryEvent::Fault {
+            description: "client 0: reply to 4 dropped".into(),
+        },
+    );
+    assert!(sometimes::reply_lost(&quiet).holds);
+}
