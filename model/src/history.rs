@@ -57,7 +57,9 @@ pub enum HistoryEvent {
         /// How it ended.
         outcome: OpOutcome,
     },
-    /// A watch event was delivered to a client.
+    /// A watch event was delivered to a client. The history keeps the zxid of the transaction
+    /// that fired it where the engine knows it (the simulator does), although the application
+    /// gets none from a 3.8 server.
     Watch {
         /// The client process.
         client: u32,
@@ -75,20 +77,6 @@ pub enum HistoryEvent {
     Fault {
         /// What happened.
         description: String,
-    },
-    /// Server `server` applied transaction `zxid` and notified `sessions` of its own sessions
-    /// whose watches on `path` fired with `event_type` (summed over servers: everyone woken).
-    Notified {
-        /// The server.
-        server: u32,
-        /// The transaction.
-        zxid: i64,
-        /// The watched path.
-        path: String,
-        /// The event.
-        event_type: zkh_recipes::EventType,
-        /// How many sessions were notified.
-        sessions: u32,
     },
     /// A server changed role (e.g. "leading epoch 2", "following 3", "looking").
     Server {

@@ -8,7 +8,7 @@
 //! | mutual exclusion | always | no two critical sections' accepted writes interleave |
 //! | single acting master | always | no accepted side effect comes from a term older than one already seen |
 //! | no oversell | always | the stock never goes negative, and every sale was from the current stock |
-//! | herd free | always | one transaction wakes at most one waiter under the recipe's path |
+//! | herd free | always | one transaction's watch events reach at most one client under the recipe's path |
 //! | leader elected | eventually | after the heal, a holder or leader appears within the bound |
 //!
 //! Truth is judged at the resource: two processes can *believe* they hold a lock (a holder
@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use zkh_recipes::SessionEvent;
+use zkh_recipes::{Request, SessionEvent};
 
 use crate::history::{History, HistoryEvent};
 
@@ -173,30 +173,61 @@ pub fn no_oversell(history: &History, resource: &str, initial: i64) -> Finding {
     )
 }
 
-/// **Herd free** (always): no transaction notifies more than one session of a change at or
-/// under `dir`.
+/// **Herd free** (always): no transaction's watch events at or under `dir` wake more than one
+/// waiting client.
+///
+/// A client counts as waiting on a path from the read that set its watch there until the watch
+/// fires, unless meanwhile it created or deleted a node under `dir` (it gave up, or started
+/// over) or lost its session: a watch it abandoned is not a waiter (Curator removes such watches
+/// with `removeWatches`). Events whose zxid the engine did not record are not counted.
 pub fn herd_free(history: &History, dir: &str) -> Finding {
-    let mut woken: BTreeMap<i64, u32> = BTreeMap::new();
+    let under = |path: &str| path == dir || path.starts_with(&format!("{dir}/"));
+    let mut waiting: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
+    let mut woken: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
     for entry in history.entries() {
-        if let HistoryEvent::Notified {
-            zxid,
-            path,
-            sessions,
-            ..
-        } = &entry.event
-        {
-            if path == dir || path.starts_with(&format!("{dir}/")) {
-                *woken.entry(*zxid).or_default() += sessions;
+        match &entry.event {
+            HistoryEvent::Invoke {
+                client, request, ..
+            } => match request {
+                Request::Exists { path, watch: true }
+                | Request::GetData { path, watch: true }
+                | Request::GetChildren { path, watch: true }
+                    if under(path) =>
+                {
+                    waiting.entry(*client).or_default().insert(path.clone());
+                }
+                Request::Create { path, .. } | Request::Delete { path, .. } if under(path) => {
+                    waiting.remove(client);
+                }
+                _ => {}
+            },
+            HistoryEvent::Session {
+                client,
+                event: SessionEvent::Expired | SessionEvent::Closed,
+            } => {
+                waiting.remove(client);
             }
+            HistoryEvent::Watch { client, event } if under(&event.path) => {
+                let was_waiting = waiting
+                    .get_mut(client)
+                    .is_some_and(|paths| paths.remove(&event.path));
+                if was_waiting && event.zxid != zkh_recipes::WatchedEvent::NO_ZXID {
+                    woken.entry(event.zxid).or_default().insert(*client);
+                }
+            }
+            _ => {}
         }
     }
     let violation = woken
         .iter()
-        .find(|(_, sessions)| **sessions > 1)
-        .map(|(zxid, sessions)| {
-            format!("transaction {zxid:#x} woke {sessions} sessions under {dir}")
+        .find(|(_, clients)| clients.len() > 1)
+        .map(|(zxid, clients)| {
+            format!(
+                "transaction {zxid:#x} woke {} waiting clients under {dir}: {clients:?}",
+                clients.len()
+            )
         });
-    let most = woken.values().max().copied().unwrap_or(0);
+    let most = woken.values().map(BTreeSet::len).max().unwrap_or(0);
     Finding::new(
         "herd free",
         Class::Always,
@@ -218,7 +249,12 @@ pub fn leader_elected(history: &History, roles: &[&str], after_us: u64, within_u
             // Someone held the role when the faults healed.
             elected_at = Some(after_us);
         }
-        if let HistoryEvent::Role { client, role, token } = &entry.event {
+        if let HistoryEvent::Role {
+            client,
+            role,
+            token,
+        } = &entry.event
+        {
             let holds = roles.contains(&role.as_str()) && token.is_some();
             holding.insert(*client, holds);
             if holds && entry.at_us >= after_us && elected_at.is_none() {
@@ -309,11 +345,12 @@ pub mod sometimes {
         }
     }
 
-    /// A transaction woke a waiter under `dir`.
+    /// A watch event woke a client under `dir`.
     pub fn waiter_woken(history: &History, dir: &str) -> Finding {
-        let happened = history.entries().iter().any(|e| {
-            matches!(&e.event, HistoryEvent::Notified { path, sessions, .. } if *sessions > 0 && path.starts_with(dir))
-        });
+        let happened = history
+            .entries()
+            .iter()
+            .any(|e| matches!(&e.event, HistoryEvent::Watch { event, .. } if event.path.starts_with(dir)));
         Finding {
             property: "a waiter was woken",
             class: Class::Sometimes,

@@ -187,8 +187,10 @@ impl ZkModel {
         last_zxid: i64,
         watches: &WatchSet,
     ) -> Vec<Notification> {
+        // The changes happened while the client was away, not in one transaction: the events
+        // carry no zxid.
         let mut fired = Vec::new();
-        let zxid = self.last_zxid;
+        let zxid = zkh_recipes::WatchedEvent::NO_ZXID;
         let mut fire = |event_type, path: &str| {
             fired.push(Notification {
                 session,

@@ -110,7 +110,10 @@ fn protection_finds_the_node_a_lost_reply_created() {
             .expect("found its own node and acquired");
         let nodes = lock_nodes(&ensemble);
         assert_eq!(nodes.len(), 1, "no second node: {nodes:?}");
-        assert!(nodes[0].starts_with("_c_a-lock-"));
+        assert!(
+            nodes[0].starts_with("_c_a-1-lock-"),
+            "the first attempt's protection id: {nodes:?}"
+        );
         let czxid = ensemble.inspect(|m| {
             m.tree()
                 .get(&format!("/locks/stock/{}", nodes[0]))

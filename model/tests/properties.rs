@@ -1,8 +1,9 @@
 //! Each property on a history that satisfies it and on one that violates it.
 
 use zkh_model::properties::{self, sometimes};
+use zkh_model::Request;
 use zkh_model::{History, HistoryEvent};
-use zkh_recipes::{EventType, SessionEvent};
+use zkh_recipes::{EventType, SessionEvent, SessionId, WatchedEvent};
 
 fn write(h: &mut History, at: u64, client: u32, token: i64, accepted: bool, detail: &str) {
     let event = HistoryEvent::SideEffect {
@@ -62,26 +63,65 @@ fn mutual_exclusion_and_single_acting_master() {
 }
 
 #[test]
-fn herd_free_counts_every_server() {
-    let notified = |server, zxid, sessions| HistoryEvent::Notified {
-        server,
-        zxid,
-        path: "/locks/stock".into(),
-        event_type: EventType::NodeChildrenChanged,
-        sessions,
+fn herd_free_counts_the_waiting_clients_one_transaction_woke() {
+    let dir = "/locks/stock";
+    let watch = |client, zxid| HistoryEvent::Watch {
+        client,
+        event: WatchedEvent {
+            event_type: EventType::NodeChildrenChanged,
+            path: dir.into(),
+            zxid,
+        },
+    };
+    let wait = |client| HistoryEvent::Invoke {
+        client,
+        session: SessionId(client.into()),
+        xid: 1,
+        request: Request::GetChildren {
+            path: dir.into(),
+            watch: true,
+        },
+    };
+    let give_up = |client| HistoryEvent::Invoke {
+        client,
+        session: SessionId(client.into()),
+        xid: 2,
+        request: Request::Delete {
+            path: format!("{dir}/n-{client}"),
+            version: -1,
+        },
     };
     let mut good = History::new();
-    good.push(1, notified(1, 7, 1));
-    good.push(1, notified(2, 7, 0));
-    good.push(2, notified(3, 8, 1));
-    assert!(properties::herd_free(&good, "/locks/stock").holds);
-    assert!(sometimes::waiter_woken(&good, "/locks/stock").holds);
-    let mut herd = History::new();
-    herd.push(1, notified(1, 7, 1));
-    herd.push(1, notified(2, 7, 2));
-    let finding = properties::herd_free(&herd, "/locks/stock");
+    for client in 1..=3 {
+        good.push(0, wait(client));
+    }
+    good.push(0, give_up(2)); // 2 gave up: its watch is abandoned
+    good.push(
+        0,
+        HistoryEvent::Session {
+            client: 3,
+            event: SessionEvent::Expired,
+        },
+    );
+    good.push(1, watch(1, 7));
+    good.push(1, watch(2, 7));
+    good.push(1, watch(3, 7));
     assert!(
-        !finding.holds && finding.detail.contains("woke 3 sessions"),
+        properties::herd_free(&good, dir).holds,
+        "{:?}",
+        properties::herd_free(&good, dir)
+    );
+    assert!(sometimes::waiter_woken(&good, dir).holds);
+    let mut herd = History::new();
+    for client in 1..=3 {
+        herd.push(0, wait(client));
+    }
+    for client in 1..=3 {
+        herd.push(1, watch(client, 7));
+    }
+    let finding = properties::herd_free(&herd, dir);
+    assert!(
+        !finding.holds && finding.detail.contains("woke 3 waiting clients"),
         "{}",
         finding.detail
     );
@@ -103,9 +143,15 @@ fn leader_elected_and_changing_hands() {
     role(&mut h, 40, 1, "leader", Some(8));
     assert!(properties::leader_elected(&h, &["leader"], 30, 20).holds);
     assert!(!properties::leader_elected(&h, &["leader"], 30, 5).holds);
-    assert!(properties::leader_elected(&h, &["leader"], 50, 100).holds, "client 1 still leads at the heal");
+    assert!(
+        properties::leader_elected(&h, &["leader"], 50, 100).holds,
+        "client 1 still leads at the heal"
+    );
     role(&mut h, 60, 1, "none", None);
-    assert!(!properties::leader_elected(&h, &["leader"], 70, 100).holds, "nobody leads after 60");
+    assert!(
+        !properties::leader_elected(&h, &["leader"], 70, 100).holds,
+        "nobody leads after 60"
+    );
     assert!(sometimes::role_changed_hands_after_a_loss(&h, &["leader"]).holds);
     let mut quiet = History::new();
     role(&mut quiet, 10, 0, "leader", Some(3));

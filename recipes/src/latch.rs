@@ -13,8 +13,9 @@
 //!      (`NoNode`), list again; when its watch fires, list again. The parent gone (`NoNode` on
 //!      the listing) means starting over.
 //! 3. `Disconnected` (SUSPENDED) and `Expired` (LOST) clear leadership at once. A reconnection
-//!    (same session, or the new one Curator makes after expiry) lists the children again; it does
-//!    not recreate the node (5.4.0 behaviour).
+//!    within the same session lists the children again; it does not recreate the node (5.4.0
+//!    behaviour). A *new* session (Curator makes one after expiry) starts over with a node of its
+//!    own: the old one belongs to the dying session and goes with it.
 //!
 //! The token of a leadership is the `czxid` of the leader's node.
 //!
@@ -90,6 +91,9 @@ enum Step {
 pub struct LatchMachine {
     variant: LatchVariant,
     dir: String,
+    uuid: String,
+    /// Nodes created so far: part of the protection id, fresh for every create as in Curator.
+    creates: u32,
     prefix: String,
     participant: String,
     ids: Ids,
@@ -108,7 +112,9 @@ impl LatchMachine {
         LatchMachine {
             variant,
             dir: dir.to_owned(),
-            prefix: format!("_c_{uuid}-latch-"),
+            uuid: uuid.to_owned(),
+            creates: 0,
+            prefix: String::new(),
             participant: participant.to_owned(),
             ids: Ids::default(),
             started: false,
@@ -189,6 +195,14 @@ impl LatchMachine {
         self.set_leader(None, out);
         self.node = None;
         self.watching = None;
+        self.new_create(out);
+    }
+
+    /// Starts a new protected create, with a protection id of its own (retries of this create,
+    /// after a lost reply, keep it).
+    fn new_create(&mut self, out: &mut Vec<Command<LatchReport>>) {
+        self.creates += 1;
+        self.prefix = format!("_c_{}-{}-latch-", self.uuid, self.creates);
         self.issue(Step::Create, out);
     }
 
@@ -285,17 +299,22 @@ impl LatchMachine {
     fn on_session(&mut self, event: SessionEvent, out: &mut Vec<Command<LatchReport>>) {
         match event {
             SessionEvent::Connected { session_id } | SessionEvent::Reconnected { session_id } => {
+                let new_session = self.session.is_some_and(|old| old != session_id)
+                    || (self.session.is_none() && self.node.is_some());
                 self.session = Some(session_id);
+                if new_session && self.started && self.variant != LatchVariant::NoOwnerCheck {
+                    // The old node belongs to the dying session: start over in this one.
+                    self.step = None;
+                    self.retry = None;
+                    return self.reset(out);
+                }
                 // RECONNECTED: look again (5.4.0 does not recreate the node here).
                 if self.started && self.step.is_none() && self.retry.is_none() {
-                    self.issue(
-                        if self.node.is_some() {
-                            Step::List
-                        } else {
-                            Step::Create
-                        },
-                        out,
-                    );
+                    if self.node.is_some() {
+                        self.issue(Step::List, out);
+                    } else {
+                        self.new_create(out);
+                    }
                 }
             }
             SessionEvent::Disconnected => self.set_leader(None, out),
@@ -334,7 +353,7 @@ impl Machine for LatchMachine {
             Input::Request(LatchRequest::Start) => {
                 if !self.started {
                     self.started = true;
-                    self.issue(Step::Create, out);
+                    self.new_create(out);
                 }
             }
             Input::Request(LatchRequest::Close) => {
@@ -520,7 +539,10 @@ mod tests {
             }),
             &mut out,
         );
-        let (id, _) = op_of(&out);
+        let (id, request) = op_of(&out);
+        if matches!(request, Request::Create { .. }) {
+            return out; // the correct latch starts over in the new session
+        }
         out.clear();
         latch.handle(
             Input::Reply {
@@ -542,7 +564,7 @@ mod tests {
     }
 
     #[test]
-    fn the_owner_check_refuses_a_node_of_the_dead_session() {
+    fn a_new_session_starts_over_instead_of_leading_on_the_dead_sessions_node() {
         let out = after_kill_session(LatchVariant::Correct);
         assert!(!out
             .iter()

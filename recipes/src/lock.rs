@@ -5,7 +5,10 @@
 //! 1. Create an ephemeral-sequential node `/<lock>/_c_<uuid>-lock-<seq>`. The `_c_<uuid>-`
 //!    prefix is Curator's *protection*: if the create ends in `ConnectionLoss`, the create may
 //!    have been applied, so the client lists the children and looks for its UUID before it
-//!    creates again. The parent is created as a container if missing.
+//!    creates again. Like Curator, which draws a new UUID for every protected create, each
+//!    acquire attempt has its own id (the host's UUID and the attempt number), so a node left by
+//!    an earlier attempt or an expired session is never taken for this attempt's. The parent is
+//!    created as a container if missing.
 //! 2. List the children and order the lock nodes by sequence number. The first holds the lock.
 //! 3. Otherwise watch only the node just before this one (`getData` with a watch): when it goes,
 //!    exactly one waiter wakes (no herd). If it is already gone (`NoNode`), list again.
@@ -130,6 +133,9 @@ enum AfterDelete {
 pub struct LockMachine {
     variant: LockVariant,
     dir: String,
+    uuid: String,
+    /// Acquire attempts so far: part of the protection id.
+    attempts: u32,
     prefix: String,
     ids: Ids,
     phase: Phase,
@@ -146,14 +152,12 @@ pub struct LockMachine {
 impl LockMachine {
     /// A lock on the directory `dir`, with the host's `uuid` for protection.
     pub fn new(variant: LockVariant, dir: &str, uuid: &str) -> LockMachine {
-        let prefix = match variant {
-            LockVariant::Unprotected => "lock-".to_owned(),
-            LockVariant::Correct | LockVariant::Herd => format!("_c_{uuid}-lock-"),
-        };
         LockMachine {
             variant,
             dir: dir.to_owned(),
-            prefix,
+            uuid: uuid.to_owned(),
+            attempts: 0,
+            prefix: String::new(),
             ids: Ids::default(),
             phase: Phase::Idle,
             step: None,
@@ -264,6 +268,13 @@ impl LockMachine {
             }
             (LockRequest::Acquire { timeout_ms }, Phase::Idle) => {
                 self.phase = Phase::Acquiring;
+                self.attempts += 1;
+                self.prefix = match self.variant {
+                    LockVariant::Unprotected => "lock-".to_owned(),
+                    LockVariant::Correct | LockVariant::Herd => {
+                        format!("_c_{}-{}-lock-", self.uuid, self.attempts)
+                    }
+                };
                 if let Some(after_ms) = timeout_ms {
                     let id = self.ids.fresh();
                     self.timeout = Some(id);

@@ -102,6 +102,8 @@ struct Pending {
 
 struct State {
     conn: Conn,
+    /// The current connection's id; what comes on an older one is dropped.
+    conn_id: u64,
     session: Option<SessionId>,
     timeout_ms: u64,
     last_zxid: i64,
@@ -193,12 +195,14 @@ impl Shared {
             server,
             started: now,
         };
+        state.conn_id += 1;
         let message = Message::Connect {
             session: state.session,
             last_zxid: state.last_zxid,
             timeout_ms: self.config.session_timeout_ms,
         };
-        self.net.send(self.me(), Addr::Server(server), message);
+        self.net
+            .send_on(self.me(), Addr::Server(server), state.conn_id, message);
     }
 
     fn backoff(&self, state: &mut State, now: Instant) {
@@ -245,12 +249,22 @@ impl Shared {
         }
     }
 
-    fn on_message(&self, Envelope { from, message }: Envelope) {
+    fn on_message(
+        &self,
+        Envelope {
+            from,
+            conn,
+            message,
+        }: Envelope,
+    ) {
         let now = now();
         let mut state = self.lock();
         let Addr::Server(server) = from else { return };
         if Self::current_server(&state) != Some(server) {
             return; // a server this client has left
+        }
+        if conn != state.conn_id && !matches!(message, Message::PeerDown) {
+            return; // sent on a connection this client has left
         }
         state.last_heard = now;
         match message {
@@ -274,7 +288,7 @@ impl Shared {
                             last_zxid: state.last_zxid,
                             watches: state.watches.clone(),
                         };
-                        self.net.send(self.me(), from, message);
+                        self.net.send_on(self.me(), from, state.conn_id, message);
                     }
                 } else {
                     state.watches = WatchSet::default();
@@ -369,8 +383,12 @@ impl Shared {
                 let ping_at = state.last_sent + timeout / 3;
                 if now >= ping_at {
                     let session = state.session.expect("a connected client has a session");
-                    self.net
-                        .send(self.me(), Addr::Server(server), Message::Ping { session });
+                    self.net.send_on(
+                        self.me(),
+                        Addr::Server(server),
+                        state.conn_id,
+                        Message::Ping { session },
+                    );
                     state.last_sent = now;
                 }
                 lost_at.min(state.last_sent + timeout / 3)
@@ -419,6 +437,7 @@ impl SimClient {
         let inbox = net.attach(Addr::Client(id));
         let state = State {
             conn: Conn::Backoff { until: now },
+            conn_id: 0,
             session: None,
             timeout_ms: config.session_timeout_ms,
             last_zxid: 0,
@@ -480,6 +499,11 @@ impl SimClient {
         state.faults.drop_requests += faults.drop_requests;
         state.faults.drop_replies += faults.drop_replies;
         state.faults.watch_delay_ms = state.faults.watch_delay_ms.max(faults.watch_delay_ms);
+    }
+
+    /// Disarms every armed fault (the heal): pending drops and the watch delay.
+    pub fn disarm(&self) {
+        self.shared.lock().faults = ClientFaults::default();
     }
 
     /// Delays watch events by `delay_ms` on their way to the application (0: no delay).
@@ -572,7 +596,9 @@ impl SimClient {
                 request,
             }
         };
-        shared.net.send(shared.me(), Addr::Server(server), message);
+        shared
+            .net
+            .send_on(shared.me(), Addr::Server(server), state.conn_id, message);
         state.last_sent = now;
         Ok(receiver)
     }

@@ -589,9 +589,12 @@ impl Cluster {
         }
     }
 
-    /// Ends every fault: partitions, pauses, slow followers and delayed watches end, killed
-    /// servers restart. Crashed clients stay dead.
+    /// Ends every fault: partitions, pauses, slow followers and delayed watches end, armed drops
+    /// are disarmed, killed servers restart. Crashed clients stay dead.
     pub fn heal(&mut self) {
+        for slot in self.clients.values() {
+            slot.client.disarm();
+        }
         let pending = std::mem::take(&mut self.undo);
         for (_, undo) in pending {
             self.apply_undo(undo);

@@ -37,6 +37,8 @@ pub use fault::OpKind;
 pub mod server;
 #[cfg(madsim)]
 pub mod standard;
+#[cfg(madsim)]
+pub mod workload;
 
 #[cfg(madsim)]
 pub use client::SimClient;

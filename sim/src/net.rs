@@ -33,6 +33,9 @@ use crate::protocol::{Addr, Message};
 pub struct Envelope {
     /// The sender.
     pub from: Addr,
+    /// The client connection it travels on (0 between servers): like a TCP connection, a
+    /// message belongs to one, and the client drops what comes on a connection it has left.
+    pub conn: u64,
     /// The message.
     pub message: Message,
 }
@@ -44,7 +47,7 @@ struct NetState {
     /// Directed links that carry nothing for now.
     cut: BTreeSet<(Addr, Addr)>,
     /// Messages sent into a cut link, oldest first, waiting for it to be restored.
-    held: BTreeMap<(Addr, Addr), Vec<Message>>,
+    held: BTreeMap<(Addr, Addr), Vec<(u64, Message)>>,
     rng: ChaCha8Rng,
     latency_us: Range<u64>,
     started: Instant,
@@ -120,12 +123,21 @@ impl Net {
             .retain(|(from, to), _| *from != addr && *to != addr);
     }
 
-    /// Sends `message` from `from` to `to`.
+    /// Sends `message` from `from` to `to`, between servers.
     pub fn send(&self, from: Addr, to: Addr, message: Message) {
+        self.send_on(from, to, 0, message);
+    }
+
+    /// Sends `message` from `from` to `to` on client connection `conn`.
+    pub fn send_on(&self, from: Addr, to: Addr, conn: u64, message: Message) {
         let (mailbox, at) = {
             let mut state = self.lock();
             if state.cut.contains(&(from, to)) {
-                state.held.entry((from, to)).or_default().push(message);
+                state
+                    .held
+                    .entry((from, to))
+                    .or_default()
+                    .push((conn, message));
                 return;
             }
             let Some(mailbox) = state.mailboxes.get(&to).cloned() else {
@@ -143,7 +155,11 @@ impl Net {
         madsim::task::spawn(async move {
             madsim::time::sleep_until(at).await;
             // A closed mailbox is a process that died meanwhile: the message is lost.
-            let _ = mailbox.send(Envelope { from, message });
+            let _ = mailbox.send(Envelope {
+                from,
+                conn,
+                message,
+            });
         });
     }
 
@@ -159,8 +175,8 @@ impl Net {
             state.cut.remove(&(from, to));
             state.held.remove(&(from, to)).unwrap_or_default()
         };
-        for message in held {
-            self.send(from, to, message);
+        for (conn, message) in held {
+            self.send_on(from, to, conn, message);
         }
     }
 
@@ -189,6 +205,7 @@ impl Net {
             for (_, mailbox) in targets {
                 let _ = mailbox.send(Envelope {
                     from: dead,
+                    conn: 0,
                     message: Message::PeerDown,
                 });
             }

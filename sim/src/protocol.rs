@@ -31,6 +31,8 @@ pub struct Origin {
     pub client: u32,
     /// The client's request id.
     pub xid: u64,
+    /// The client connection the request came on, which the reply must take.
+    pub conn: u64,
 }
 
 /// What a transaction does to the replicated state.

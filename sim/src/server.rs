@@ -46,7 +46,7 @@ use std::time::Duration;
 
 use crate::clock::{now, Instant};
 use zkh_model::{History, HistoryEvent, Notification, Reply, Request, Response, ZkModel};
-use zkh_recipes::{SessionId, WatchedEvent};
+use zkh_recipes::SessionId;
 
 use crate::net::{Envelope, Net};
 use crate::protocol::{Addr, Message, Origin, Snapshot, Txn, TxnKind};
@@ -156,10 +156,13 @@ pub struct Server {
     history: Arc<Mutex<History>>,
     started: Instant,
     role: Role,
-    connected: BTreeMap<SessionId, u32>,
+    /// The sessions connected here: their client process and connection.
+    connected: BTreeMap<SessionId, (u32, u64)>,
     touched: BTreeSet<SessionId>,
     pending: BTreeMap<i64, Txn>,
     apply_queue: VecDeque<(Instant, i64, Txn)>,
+    /// Waiting for the leader's snapshot after missing a proposal: log and apply nothing.
+    resyncing: bool,
     waiting_syncs: Vec<(Origin, i64)>,
 }
 
@@ -193,6 +196,7 @@ pub async fn run_server(
         touched: BTreeSet::new(),
         pending: BTreeMap::new(),
         apply_queue: VecDeque::new(),
+        resyncing: false,
         waiting_syncs: Vec::new(),
     };
     server.set_role_summary(RoleSummary::Looking);
@@ -237,6 +241,11 @@ impl Server {
 
     fn send(&self, to: Addr, message: Message) {
         self.net.send(self.me(), to, message);
+    }
+
+    fn send_client(&self, client: u32, conn: u64, message: Message) {
+        self.net
+            .send_on(self.me(), Addr::Client(client), conn, message);
     }
 
     fn peers(&self) -> impl Iterator<Item = u32> + '_ {
@@ -298,29 +307,33 @@ impl Server {
         }
     }
 
-    fn handle(&mut self, Envelope { from, message }: Envelope) {
+    fn handle(
+        &mut self,
+        Envelope {
+            from,
+            conn,
+            message,
+        }: Envelope,
+    ) {
         let now = now();
         match from {
-            Addr::Client(client) => self.handle_client(client, message, now),
+            Addr::Client(client) => self.handle_client(client, conn, message, now),
             Addr::Server(server) => self.handle_server(server, message, now),
         }
     }
 
-    fn handle_client(&mut self, client: u32, message: Message, now: Instant) {
-        let to = Addr::Client(client);
+    fn handle_client(&mut self, client: u32, conn: u64, message: Message, now: Instant) {
         if let Message::PeerDown = message {
-            self.connected.retain(|_, c| *c != client);
+            self.connected.retain(|_, (c, _)| *c != client);
             return;
         }
         if !self.serving() {
-            self.send(
-                to,
-                if matches!(message, Message::Connect { .. }) {
-                    Message::Refused
-                } else {
-                    Message::Disconnect
-                },
-            );
+            let answer = if matches!(message, Message::Connect { .. }) {
+                Message::Refused
+            } else {
+                Message::Disconnect
+            };
+            self.send_client(client, conn, answer);
             return;
         }
         match message {
@@ -330,7 +343,7 @@ impl Server {
                 timeout_ms,
             } => {
                 if self.last_zxid() < last_zxid {
-                    self.send(to, Message::Refused);
+                    self.send_client(client, conn, Message::Refused);
                     return;
                 }
                 match session {
@@ -343,6 +356,7 @@ impl Server {
                             server: self.id,
                             client,
                             xid: 0,
+                            conn,
                         };
                         self.submit(Txn {
                             kind: TxnKind::OpenSession { timeout_ms },
@@ -356,17 +370,18 @@ impl Server {
                             .copied();
                         match timeout {
                             Some(timeout_ms) => {
-                                self.connected.insert(session, client);
+                                self.connected.insert(session, (client, conn));
                                 self.touch(session, now);
-                                self.send(
-                                    to,
+                                self.send_client(
+                                    client,
+                                    conn,
                                     Message::Connected {
                                         session,
                                         timeout_ms,
                                     },
                                 );
                             }
-                            None => self.send(to, Message::Expired),
+                            None => self.send_client(client, conn, Message::Expired),
                         }
                     }
                 }
@@ -376,8 +391,8 @@ impl Server {
                 session,
                 request,
             } => {
-                if self.connected.get(&session) != Some(&client) {
-                    self.send(to, Message::Disconnect);
+                if self.connected.get(&session) != Some(&(client, conn)) {
+                    self.send_client(client, conn, Message::Disconnect);
                     return;
                 }
                 self.touch(session, now);
@@ -385,6 +400,7 @@ impl Server {
                     server: self.id,
                     client,
                     xid,
+                    conn,
                 };
                 if let Request::Sync { .. } = request {
                     match &self.role {
@@ -404,8 +420,9 @@ impl Server {
                         let mut disk = lock(&self.shared.disk);
                         (disk.model.apply(session, &request), disk.model.last_zxid())
                     };
-                    self.send(
-                        to,
+                    self.send_client(
+                        client,
+                        conn,
                         Message::Reply {
                             xid,
                             zxid,
@@ -416,14 +433,14 @@ impl Server {
             }
             Message::Ping { session } => {
                 self.touch(session, now);
-                self.send(to, Message::Pong);
+                self.send_client(client, conn, Message::Pong);
             }
             Message::SetWatches {
                 session,
                 last_zxid,
                 watches,
             } => {
-                if self.connected.get(&session) == Some(&client) {
+                if self.connected.get(&session) == Some(&(client, conn)) {
                     let fired = lock(&self.shared.disk)
                         .model
                         .set_watches(session, last_zxid, &watches);
@@ -435,6 +452,7 @@ impl Server {
                     server: self.id,
                     client,
                     xid,
+                    conn,
                 };
                 self.submit(Txn {
                     kind: TxnKind::CloseSession {
@@ -512,7 +530,7 @@ impl Server {
                     last_heard,
                 } = &mut self.role
                 {
-                    if *leader == from && *followed == epoch {
+                    if *leader == from && *followed == epoch && !self.resyncing {
                         *last_heard = now;
                         self.pending.insert(zxid, txn);
                         self.send(Addr::Server(from), Message::Ack { epoch, zxid });
@@ -579,7 +597,7 @@ impl Server {
                 leader: current,
                 epoch: followed,
                 ..
-            } => *current == leader && *followed == epoch,
+            } => *current == leader && *followed == epoch && !self.resyncing,
             Role::Looking { .. } => false,
         };
         if epoch < accepted || stale {
@@ -597,6 +615,7 @@ impl Server {
         self.pending.clear();
         self.apply_queue.clear();
         self.waiting_syncs.clear();
+        self.resyncing = false;
         self.role = Role::Following {
             leader,
             epoch,
@@ -613,11 +632,11 @@ impl Server {
     }
 
     fn drop_clients(&mut self) {
-        for client in std::mem::take(&mut self.connected)
+        for (client, conn) in std::mem::take(&mut self.connected)
             .into_values()
             .collect::<BTreeSet<_>>()
         {
-            self.send(Addr::Client(client), Message::Disconnect);
+            self.send_client(client, conn, Message::Disconnect);
         }
         self.touched.clear();
     }
@@ -808,14 +827,28 @@ impl Server {
             return;
         }
         *last_heard = now;
+        if self.resyncing {
+            return;
+        }
+        let next = self
+            .apply_queue
+            .back()
+            .map_or_else(|| self.last_zxid(), |(_, z, _)| *z)
+            + 1;
         match self.pending.remove(&zxid) {
-            Some(txn) => {
+            Some(txn) if zxid == next => {
                 let delay = Duration::from_millis(*lock(&self.shared.apply_delay_ms));
                 self.apply_queue.push_back((now + delay, zxid, txn));
                 self.apply_due(now);
             }
-            // A commit of a proposal this server never logged: it fell behind; resync.
-            None => self.send(Addr::Server(from), Message::Join),
+            // A commit this server cannot apply in order: it missed a proposal (it joined while
+            // the proposal was in flight). It applies nothing more until the leader's snapshot
+            // has brought it up to date.
+            _ => {
+                self.resyncing = true;
+                self.pending.clear();
+                self.send(Addr::Server(from), Message::Join);
+            }
         }
     }
 
@@ -848,10 +881,11 @@ impl Server {
                     // (touch() below rounds it into its tick bucket when the client is local.)
                 }
                 if let Some(origin) = origin {
-                    self.connected.insert(session, origin.client);
+                    self.connected.insert(session, (origin.client, origin.conn));
                     self.touch(session, now());
-                    self.send(
-                        Addr::Client(origin.client),
+                    self.send_client(
+                        origin.client,
+                        origin.conn,
                         Message::Connected {
                             session,
                             timeout_ms,
@@ -881,18 +915,19 @@ impl Server {
                 if let Some(origin) = origin {
                     // The reply to a close carries nothing: it only says the close was applied.
                     let reply = Reply::Ok(Response::Synced);
-                    self.send(
-                        Addr::Client(origin.client),
+                    self.send_client(
+                        origin.client,
+                        origin.conn,
                         Message::Reply {
                             xid: origin.xid,
                             zxid,
                             reply,
                         },
                     );
-                } else if let (Some(client), true) = (client, expired) {
+                } else if let (Some((client, conn)), true) = (client, expired) {
                     // The server closes the connection of a session it expired; the client
                     // learns of the expiry when it reconnects.
-                    self.send(Addr::Client(client), Message::Disconnect);
+                    self.send_client(client, conn, Message::Disconnect);
                 }
             }
             TxnKind::Write { session, request } => {
@@ -908,8 +943,9 @@ impl Server {
                 self.check_zxid(zxid);
                 self.deliver(applied.notifications);
                 if let Some(origin) = origin {
-                    self.send(
-                        Addr::Client(origin.client),
+                    self.send_client(
+                        origin.client,
+                        origin.conn,
                         Message::Reply {
                             xid: origin.xid,
                             zxid,
@@ -931,18 +967,20 @@ impl Server {
     }
 
     fn deliver(&self, notifications: Vec<Notification>) {
-        for Notification { session, mut event } in notifications {
-            if let Some(client) = self.connected.get(&session) {
-                event.zxid = WatchedEvent::NO_ZXID;
-                self.send(Addr::Client(*client), Message::Notify(event));
+        // The simulated wire keeps the zxid, for the history; the client strips it before the
+        // application sees the event, as a 3.8 server never sends it.
+        for Notification { session, event } in notifications {
+            if let Some((client, conn)) = self.connected.get(&session) {
+                self.send_client(*client, *conn, Message::Notify(event));
             }
         }
     }
 
     fn reply_sync(&self, origin: Origin) {
         let zxid = self.last_zxid();
-        self.send(
-            Addr::Client(origin.client),
+        self.send_client(
+            origin.client,
+            origin.conn,
             Message::Reply {
                 xid: origin.xid,
                 zxid,
@@ -959,7 +997,11 @@ impl Server {
             .partition(|(_, zxid)| *zxid <= applied);
         self.waiting_syncs = waiting;
         for (origin, _) in ready {
-            if self.connected.values().any(|c| *c == origin.client) {
+            if self
+                .connected
+                .values()
+                .any(|(c, conn)| *c == origin.client && *conn == origin.conn)
+            {
                 self.reply_sync(origin);
             }
         }
