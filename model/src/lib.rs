@@ -24,7 +24,8 @@ pub use memory::{InjectedFault, MemoryClient, MemoryEnsemble};
 pub use request::{Applied, Notification, Reply, Request, Response};
 pub use zookeeper::{WatchSet, ZkModel};
 
-/// The README's Rust examples, compiled as doc tests so that they stay true.
+/// The README's Rust examples, compiled and run as doc tests so that they stay true (in the
+/// normal build: one of them talks to a real server).
 #[doc = include_str!("../../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, not(madsim)))]
 pub struct ReadmeDoctests;

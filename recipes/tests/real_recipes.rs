@@ -1,0 +1,114 @@
+//! The recipes against the real ZooKeeper that `scripts/with-zookeeper` starts (normal build).
+#![cfg(not(madsim))]
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use zkh_recipes::latch::{Latch, LatchVariant};
+use zkh_recipes::lock::{Lock, LockVariant};
+use zkh_recipes::real::{RealClient, TokioClock};
+
+fn server() -> Option<String> {
+    match std::env::var("ZK_CONNECT") {
+        Ok(connect) => Some(connect),
+        Err(_) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "ZK_CONNECT is not set: in CI tests run under scripts/with-zookeeper"
+            );
+            eprintln!("skipped: ZK_CONNECT is not set (run under scripts/with-zookeeper)");
+            None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_sessions_fifty_contended_lock_cycles_each_never_overlap() {
+    let Some(connect) = server() else { return };
+    let dir = format!("/zkh-real-lock-{}", std::process::id());
+    let inside = Arc::new(AtomicBool::new(false));
+    let cycles = Arc::new(AtomicU32::new(0));
+    let mut tasks = Vec::new();
+    for session in 0..3 {
+        let client = Arc::new(
+            RealClient::connect(&connect, 10_000)
+                .await
+                .expect("connect"),
+        );
+        let (lock, driver) = Lock::start(
+            client,
+            Arc::new(TokioClock),
+            LockVariant::Correct,
+            &dir,
+            &format!("s{session}"),
+        );
+        tokio::spawn(driver);
+        let (inside, cycles) = (Arc::clone(&inside), Arc::clone(&cycles));
+        tasks.push(tokio::spawn(async move {
+            let mut last_token = 0;
+            for _ in 0..50 {
+                let token = lock
+                    .acquire(Some(30_000))
+                    .await
+                    .expect("the lock within 30 s");
+                assert!(token > last_token, "tokens increase for one session too");
+                last_token = token;
+                assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                inside.store(false, Ordering::SeqCst);
+                cycles.fetch_add(1, Ordering::SeqCst);
+                lock.release().await.expect("release");
+            }
+        }));
+    }
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(120), task)
+            .await
+            .expect("done within 120 s")
+            .expect("no panic");
+    }
+    assert_eq!(cycles.load(Ordering::SeqCst), 150);
+    println!("real lock: 3 sessions x 50 contended cycles, no overlap");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_latch_fails_over_when_its_leader_closes() {
+    let Some(connect) = server() else { return };
+    let dir = format!("/zkh-real-latch-{}", std::process::id());
+    let mut latches = Vec::new();
+    for participant in 0..3 {
+        let client = Arc::new(
+            RealClient::connect(&connect, 10_000)
+                .await
+                .expect("connect"),
+        );
+        let name = format!("p{participant}");
+        let (latch, driver) = Latch::start(
+            client,
+            Arc::new(TokioClock),
+            LatchVariant::Correct,
+            &dir,
+            &name,
+            &name,
+        );
+        tokio::spawn(driver);
+        latches.push(latch);
+        // Join in order, so the first participant leads.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let first = tokio::time::timeout(Duration::from_secs(10), latches[0].await_leadership())
+        .await
+        .expect("the first participant leads within 10 s")
+        .expect("leads");
+    latches[0].close().await;
+    let second = tokio::time::timeout(Duration::from_secs(10), latches[1].await_leadership())
+        .await
+        .expect("the next participant leads within 10 s of the close")
+        .expect("leads");
+    assert!(
+        second > first,
+        "the new leader's token is newer: {second} > {first}"
+    );
+    println!("real latch: leadership moved from p0 (token {first}) to p1 (token {second})");
+}
