@@ -20,6 +20,7 @@
 
 pub mod client;
 pub mod driver;
+pub mod election;
 pub mod error;
 pub mod event;
 pub mod fencing;

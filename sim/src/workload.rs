@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use zkh_model::properties::{self, sometimes, Finding};
 use zkh_model::{History, HistoryEvent};
+use zkh_recipes::election::{Election, ElectionReport, ElectionVariant};
 use zkh_recipes::fencing::{FencedResource, Fencing};
 use zkh_recipes::latch::{Latch, LatchReport, LatchVariant};
 use zkh_recipes::lock::{Lock, LockError, LockVariant};
@@ -29,6 +30,10 @@ use crate::net::Net;
 pub const LOCK_DIR: &str = "/locks/stock";
 /// The latch directory of the job workload.
 pub const LATCH_DIR: &str = "/election/job";
+/// The Elastic-Job job of the election workload.
+pub const JOB_DIR: &str = "/orders-job";
+/// Its election latch.
+pub const JOB_LATCH_DIR: &str = "/orders-job/leader/election/latch";
 /// The resource both workloads write to.
 pub const RESOURCE: &str = "stock";
 
@@ -225,6 +230,98 @@ pub async fn stock(
     WorkloadOutcome { history, findings }
 }
 
+/// A leadership change, whatever recipe reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leadership {
+    /// Gained, with its token.
+    Gained(i64),
+    /// Lost.
+    Lost,
+    /// Nothing to act on.
+    Other,
+}
+
+type NextLeadership = Box<
+    dyn FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Leadership>> + Send>>
+        + Send,
+>;
+
+/// The leader's loop: run the job when leadership is gained and every `job_interval_ms` while
+/// it lasts, writing to the resource with the leadership's token.
+async fn lead(
+    id: u32,
+    mut next: NextLeadership,
+    history: Arc<Mutex<History>>,
+    net: Arc<Net>,
+    resource: Arc<Mutex<FencedResource>>,
+    config: WorkloadConfig,
+) {
+    let mut token = None;
+    let run_job = |t: i64| {
+        let accepted = resource
+            .lock()
+            .expect("resource mutex")
+            .admit(config.fencing, t);
+        let detail = format!("job at {} us", net.now_us());
+        let effect = HistoryEvent::SideEffect {
+            client: id,
+            resource: RESOURCE.into(),
+            token: Some(t),
+            accepted,
+            detail,
+        };
+        record(&history, &net, effect);
+    };
+    for _ in 0..100_000 {
+        let report = match token {
+            Some(_) => {
+                madsim::time::timeout(Duration::from_millis(config.job_interval_ms), next()).await
+            }
+            None => Ok(next().await),
+        };
+        match report {
+            Ok(Some(Leadership::Gained(t))) => {
+                token = Some(t);
+                record(
+                    &history,
+                    &net,
+                    HistoryEvent::Role {
+                        client: id,
+                        role: "leader".into(),
+                        token,
+                    },
+                );
+                run_job(t);
+            }
+            Ok(Some(Leadership::Lost)) => {
+                if token.take().is_some() {
+                    record(
+                        &history,
+                        &net,
+                        HistoryEvent::Role {
+                            client: id,
+                            role: "none".into(),
+                            token: None,
+                        },
+                    );
+                }
+            }
+            Ok(Some(Leadership::Other)) => {}
+            Ok(None) => return,
+            Err(_) => run_job(token.expect("a timeout only while leading")),
+        }
+    }
+}
+
+/// The recipe that elects the job's leader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaderRecipe {
+    /// Curator's `LeaderLatch`.
+    Latch(LatchVariant),
+    /// Elastic-Job's per-job election.
+    Election(ElectionVariant),
+}
+
 /// Runs the scheduled-job workload with the latch `variant` for `seed` under `plan`.
 pub async fn job(
     seed: u64,
@@ -232,8 +329,24 @@ pub async fn job(
     config: WorkloadConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
+    leader_job(seed, LeaderRecipe::Latch(variant), config, plan).await
+}
+
+/// Runs the scheduled-job workload, its leader elected by `recipe`, for `seed` under `plan`.
+pub async fn leader_job(
+    seed: u64,
+    recipe: LeaderRecipe,
+    config: WorkloadConfig,
+    plan: FaultPlan,
+) -> WorkloadOutcome {
     let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
     let resource = Arc::new(Mutex::new(FencedResource::new()));
+    // Where waiters queue. (Every Elastic-Job instance watches the leader's instance node, by
+    // design: that broadcast is how they all learn to elect again, not a herd on a lock.)
+    let dir = match recipe {
+        LeaderRecipe::Latch(_) => LATCH_DIR,
+        LeaderRecipe::Election(_) => JOB_LATCH_DIR,
+    };
     for id in 0..config.clients {
         let client = Arc::new(
             cluster
@@ -242,80 +355,61 @@ pub async fn job(
                 .expect("a client connects"),
         );
         let participant = format!("client{id}");
-        let (latch, driver) = Latch::start(
-            client,
-            Arc::new(SimClock),
-            variant,
-            LATCH_DIR,
-            &participant,
-            &format!("{participant}-{seed:x}"),
-        );
-        cluster.spawn_on_client(id, driver);
+        let uuid = format!("{participant}-{seed:x}");
+        let next: NextLeadership = match recipe {
+            LeaderRecipe::Latch(variant) => {
+                let (latch, driver) = Latch::start(
+                    client,
+                    Arc::new(SimClock),
+                    variant,
+                    LATCH_DIR,
+                    &participant,
+                    &uuid,
+                );
+                cluster.spawn_on_client(id, driver);
+                let latch = Arc::new(latch);
+                Box::new(move || {
+                    let latch = Arc::clone(&latch);
+                    Box::pin(async move {
+                        latch.next_report().await.map(|report| match report {
+                            LatchReport::Leader { token } => Leadership::Gained(token),
+                            LatchReport::NotLeader
+                            | LatchReport::Failed(_)
+                            | LatchReport::Closed => Leadership::Lost,
+                        })
+                    })
+                })
+            }
+            LeaderRecipe::Election(variant) => {
+                let (election, driver) = Election::start(
+                    client,
+                    Arc::new(SimClock),
+                    variant,
+                    JOB_DIR,
+                    &participant,
+                    &uuid,
+                );
+                cluster.spawn_on_client(id, driver);
+                let election = Arc::new(election);
+                Box::new(move || {
+                    let election = Arc::clone(&election);
+                    Box::pin(async move {
+                        election.next_report().await.map(|report| match report {
+                            ElectionReport::Leader { token } => Leadership::Gained(token),
+                            ElectionReport::NotLeader => Leadership::Lost,
+                            ElectionReport::Follower => Leadership::Other,
+                        })
+                    })
+                })
+            }
+        };
         let (history, net, resource, config) = (
             cluster.history_handle(),
             Arc::clone(cluster.net()),
             Arc::clone(&resource),
             config.clone(),
         );
-        cluster.spawn_on_client(id, async move {
-            let mut token = None;
-            for _ in 0..100_000 {
-                let report = match token {
-                    // Leading: run the job every interval, and watch for the loss of leadership.
-                    Some(_) => {
-                        madsim::time::timeout(
-                            Duration::from_millis(config.job_interval_ms),
-                            latch.next_report(),
-                        )
-                        .await
-                    }
-                    None => Ok(latch.next_report().await),
-                };
-                match report {
-                    Ok(Some(LatchReport::Leader { token: t })) => {
-                        token = Some(t);
-                        record(
-                            &history,
-                            &net,
-                            HistoryEvent::Role {
-                                client: id,
-                                role: "leader".into(),
-                                token,
-                            },
-                        );
-                    }
-                    Ok(Some(LatchReport::NotLeader)) => {
-                        token = None;
-                        record(
-                            &history,
-                            &net,
-                            HistoryEvent::Role {
-                                client: id,
-                                role: "none".into(),
-                                token: None,
-                            },
-                        );
-                    }
-                    Ok(Some(LatchReport::Failed(_) | LatchReport::Closed) | None) => return,
-                    Err(_) => {
-                        let t = token.expect("a timeout only while leading");
-                        let accepted = resource
-                            .lock()
-                            .expect("resource mutex")
-                            .admit(config.fencing, t);
-                        let detail = format!("job at {} us", net.now_us());
-                        let effect = HistoryEvent::SideEffect {
-                            client: id,
-                            resource: RESOURCE.into(),
-                            token: Some(t),
-                            accepted,
-                            detail,
-                        };
-                        record(&history, &net, effect);
-                    }
-                }
-            }
-        });
+        cluster.spawn_on_client(id, lead(id, next, history, net, resource, config));
     }
     cluster.run_faults(&plan, config.fault_phase_ms).await;
     cluster.heal();
@@ -324,7 +418,7 @@ pub async fn job(
     let history = cluster.history();
     let findings = vec![
         properties::single_acting_master(&history, RESOURCE),
-        properties::herd_free(&history, LATCH_DIR),
+        properties::herd_free(&history, dir),
         properties::leader_elected(
             &history,
             &["leader"],
@@ -333,7 +427,7 @@ pub async fn job(
         ),
         sometimes::role_changed_hands_after_a_loss(&history, &["leader"]),
         sometimes::stale_write_refused(&history, RESOURCE),
-        sometimes::waiter_woken(&history, LATCH_DIR),
+        sometimes::waiter_woken(&history, dir),
     ];
     WorkloadOutcome { history, findings }
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use zkh_model::properties::Class;
+use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::fencing::Fencing;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
@@ -26,7 +27,7 @@ fn recipe_plan() -> FaultPlan {
     random.pause_client_per_s = 0.2;
     plan
 }
-use zkh_sim::workload::{self, WorkloadConfig, WorkloadOutcome};
+use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
 
 fn seeds() -> u64 {
     std::env::var("ZKH_RECIPE_SEEDS")
@@ -247,6 +248,71 @@ fn no_owner_check_is_caught_by_single_acting_master_within_one_seed() {
                 .violation()
                 .is_none(),
             "correct latch, run {run}"
+        );
+    }
+}
+
+#[test]
+fn the_correct_job_election_with_fencing_holds_every_property() {
+    let recipe = LeaderRecipe::Election(ElectionVariant::Correct);
+    sweep("job election", |seed| {
+        run_seed(seed, 600, move |s| {
+            workload::leader_job(s, recipe, WorkloadConfig::default(), recipe_plan())
+        })
+    });
+}
+
+/// Every instance watches the leader's instance node; when its session expires they all elect
+/// at once. With slow event threads (watch events 2 s late), a deposed leader keeps acting.
+fn election_runs(variant: ElectionVariant) -> impl Fn(u64) -> WorkloadOutcome {
+    move |run| {
+        let (seed, target) = (run / 3, (run % 3) as u32);
+        let mut scripted: Vec<ScriptedFault> = (0..3)
+            .map(|client| ScriptedFault {
+                at_ms: 0,
+                fault: Fault::DelayWatch {
+                    client,
+                    delay_ms: 2000,
+                    duration_ms: 60_000,
+                },
+            })
+            .collect();
+        scripted.push(ScriptedFault {
+            at_ms: 3000,
+            fault: Fault::ExpireSession { client: target },
+        });
+        let plan = FaultPlan {
+            scripted,
+            ..FaultPlan::default()
+        };
+        let config = WorkloadConfig {
+            fencing: Fencing::Unfenced,
+            ..WorkloadConfig::default()
+        };
+        run_seed(seed, 600, move |s| {
+            workload::leader_job(s, LeaderRecipe::Election(variant), config, plan)
+        })
+    }
+}
+
+#[test]
+fn check_then_write_is_caught_by_single_acting_master_within_two_seeds() {
+    let run = caught(
+        6,
+        "single acting master",
+        election_runs(ElectionVariant::CheckThenWrite),
+    );
+    println!(
+        "check-then-write: caught at run {run} (seed {}, expiring client {})",
+        run / 3,
+        run % 3
+    );
+    for run in 0..6 {
+        let outcome = election_runs(ElectionVariant::Correct)(run);
+        assert!(
+            outcome.violation().is_none(),
+            "the election under its latch, run {run}: {:?}",
+            outcome.violation()
         );
     }
 }

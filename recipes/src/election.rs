@@ -1,0 +1,399 @@
+//! Elastic-Job's per-job leader election (`LeaderService.electLeader`), as a state machine.
+//!
+//! # The algorithm (Elastic-Job 2.1.5)
+//!
+//! Every job elects its own leader, which shards the job and drives failover:
+//!
+//! 1. `executeInLeader("leader/election/latch", callback)`: a Curator `LeaderLatch` on
+//!    `/<job>/leader/election/latch` used as a lock: start it, wait for leadership, run the
+//!    callback, close the latch (deleting its node).
+//! 2. The callback: if `/<job>/leader/election/instance` does not exist, write it as an
+//!    ephemeral node whose data is this instance's id (`fillEphemeralJobNode`, which deletes any
+//!    node already there and creates it again).
+//! 3. This instance leads while that node exists and holds its id. When the node is removed
+//!    (its session ended), every instance elects again.
+//!
+//! The token of a leadership is the `czxid` of the instance node. A disconnection or an expiry
+//! ends this instance's leadership for its host.
+//!
+//! # Known-bad variant, kept as a positive control
+//!
+//! [`ElectionVariant::CheckThenWrite`]: the check and the write without the latch, the race the
+//! seed document warns about: two instances both see no leader, both write (the second deleting
+//! the first's node), and both believe they lead.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ZkError;
+use crate::event::{EventType, SessionEvent};
+use crate::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
+use crate::machine::{Command, Ids, Input, Machine, OpId};
+use crate::request::{Request, Response};
+use crate::types::CreateMode;
+
+/// Which election: the correct one, or the known-bad variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ElectionVariant {
+    /// Check and write under the election latch.
+    Correct,
+    /// Check, then write, with no lock.
+    CheckThenWrite,
+}
+
+/// What the application asks of the election.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ElectionRequest {
+    /// Elect (at start; the machine elects again by itself when the leader goes).
+    Elect,
+}
+
+/// What the election tells its host.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ElectionReport {
+    /// This instance leads the job; `token` is the instance node's `czxid`.
+    Leader {
+        /// The fencing token.
+        token: i64,
+    },
+    /// This instance no longer leads.
+    NotLeader,
+    /// Another instance leads.
+    Follower,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Step {
+    /// Creating the instance node's missing ancestors, shallowest first.
+    Parents(usize),
+    /// `exists(instance)` inside the callback.
+    Check,
+    /// Deleting a stale instance node before writing ours (`fillEphemeralJobNode`).
+    Clear,
+    /// Creating the instance node.
+    Write,
+    /// `getData(instance, watch)`: who leads, and a watch for its removal.
+    Observe,
+}
+
+/// Ids at or above this belong to a round's latch (shifted by the round number).
+const LATCH_ID_SHIFT: u32 = 40;
+
+/// Elastic-Job's `LeaderService` election as a state machine.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ElectionMachine {
+    variant: ElectionVariant,
+    job: String,
+    instance: String,
+    uuid: String,
+    ids: Ids,
+    round: u64,
+    latch: Option<LatchMachine>,
+    step: Option<(OpId, Step)>,
+    leader: bool,
+    electing: bool,
+    /// A step to retry when its timer fires.
+    retry: Option<(crate::machine::TimerId, Step)>,
+    /// The current session, handed to each round's latch (which checks node ownership).
+    session: Option<crate::types::SessionId>,
+}
+
+impl ElectionMachine {
+    /// The election of job `job` (its root path, e.g. `/orders-job`) for `instance`.
+    pub fn new(variant: ElectionVariant, job: &str, instance: &str, uuid: &str) -> ElectionMachine {
+        ElectionMachine {
+            variant,
+            job: job.to_owned(),
+            instance: instance.to_owned(),
+            uuid: uuid.to_owned(),
+            ids: Ids::default(),
+            round: 0,
+            latch: None,
+            step: None,
+            leader: false,
+            electing: false,
+            retry: None,
+            session: None,
+        }
+    }
+
+    fn instance_path(&self) -> String {
+        format!("{}/leader/election/instance", self.job)
+    }
+
+    /// The instance node's ancestors, shallowest first: `/job`, `/job/leader`, ...
+    fn ancestors(&self) -> Vec<String> {
+        let path = self.instance_path();
+        let mut out = Vec::new();
+        let mut current = crate::path::parent_of(&path);
+        while current != "/" {
+            out.push(current.to_owned());
+            current = crate::path::parent_of(current);
+        }
+        out.reverse();
+        out
+    }
+
+    fn latch_offset(&self) -> u64 {
+        self.round << LATCH_ID_SHIFT
+    }
+
+    fn issue(&mut self, step: Step, out: &mut Vec<Command<ElectionReport>>) {
+        let id = self.ids.fresh();
+        let path = self.instance_path();
+        let request = match step {
+            Step::Parents(depth) => {
+                let parent = self.ancestors()[depth].clone();
+                Request::Create {
+                    path: parent,
+                    data: Vec::new(),
+                    mode: CreateMode::Persistent,
+                }
+            }
+            Step::Check => Request::Exists { path, watch: false },
+            Step::Clear => Request::Delete { path, version: -1 },
+            Step::Write => Request::Create {
+                path,
+                data: self.instance.as_bytes().to_vec(),
+                mode: CreateMode::Ephemeral,
+            },
+            Step::Observe => Request::GetData { path, watch: true },
+        };
+        self.step = Some((id, step));
+        out.push(Command::Op { id, request });
+    }
+
+    fn elect(&mut self, out: &mut Vec<Command<ElectionReport>>) {
+        self.electing = true;
+        match self.variant {
+            ElectionVariant::CheckThenWrite => self.issue(Step::Check, out),
+            ElectionVariant::Correct => {
+                self.round += 1;
+                let dir = format!("{}/leader/election/latch", self.job);
+                let uuid = format!("{}-{}", self.uuid, self.round);
+                self.latch = Some(LatchMachine::new(
+                    LatchVariant::Correct,
+                    &dir,
+                    &self.instance,
+                    &uuid,
+                ));
+                if let Some(session_id) = self.session {
+                    self.feed_latch(Input::Session(SessionEvent::Connected { session_id }), out);
+                }
+                self.feed_latch(Input::Request(LatchRequest::Start), out);
+            }
+        }
+    }
+
+    fn feed_latch(&mut self, input: Input<LatchRequest>, out: &mut Vec<Command<ElectionReport>>) {
+        let Some(latch) = self.latch.as_mut() else {
+            return;
+        };
+        let mut commands = Vec::new();
+        latch.handle(input, &mut commands);
+        let offset = self.latch_offset();
+        for command in commands {
+            match command {
+                Command::Op { id, request } => out.push(Command::Op {
+                    id: id + offset,
+                    request,
+                }),
+                Command::Timer { id, after_ms } => out.push(Command::Timer {
+                    id: id + offset,
+                    after_ms,
+                }),
+                Command::Report(LatchReport::Leader { .. }) => self.issue(Step::Check, out),
+                Command::Report(LatchReport::Closed | LatchReport::Failed(_)) => self.latch = None,
+                Command::Report(LatchReport::NotLeader) => {}
+            }
+        }
+    }
+
+    fn set_leader(&mut self, leader: Option<i64>, out: &mut Vec<Command<ElectionReport>>) {
+        match leader {
+            Some(token) => {
+                self.leader = true;
+                out.push(Command::Report(ElectionReport::Leader { token }));
+            }
+            None if self.leader => {
+                self.leader = false;
+                out.push(Command::Report(ElectionReport::NotLeader));
+            }
+            None => out.push(Command::Report(ElectionReport::Follower)),
+        }
+    }
+
+    /// The callback is done (or not needed): release the latch and watch the leader.
+    fn finish_round(&mut self, out: &mut Vec<Command<ElectionReport>>) {
+        self.electing = false;
+        self.feed_latch(Input::Request(LatchRequest::Close), out);
+        self.issue(Step::Observe, out);
+    }
+
+    fn on_reply(
+        &mut self,
+        step: Step,
+        result: Result<Response, ZkError>,
+        out: &mut Vec<Command<ElectionReport>>,
+    ) {
+        match (step, result) {
+            (_, Err(ZkError::SessionExpired)) => {
+                self.set_leader(None, out);
+                self.electing = false;
+            }
+            (Step::Check, Ok(Response::Exists(Some(_)))) => self.finish_round(out),
+            (Step::Check, Ok(Response::Exists(None))) => self.issue(Step::Write, out),
+            (Step::Clear, _) => self.issue(Step::Write, out),
+            (Step::Write, Ok(Response::Created(_))) => self.finish_round(out),
+            // creatingParentsIfNeeded: make the ancestors, then write again.
+            (Step::Write, Err(ZkError::NoNode)) => self.issue(Step::Parents(0), out),
+            (Step::Parents(depth), Ok(_) | Err(ZkError::NodeExists)) => {
+                let next = if depth + 1 < self.ancestors().len() {
+                    Step::Parents(depth + 1)
+                } else {
+                    Step::Write
+                };
+                self.issue(next, out);
+            }
+            // fillEphemeralJobNode: delete what is there, then create again.
+            (Step::Write, Err(ZkError::NodeExists)) => self.issue(Step::Clear, out),
+            (Step::Observe, Ok(Response::Data(data, stat))) => {
+                let mine = data == self.instance.as_bytes();
+                if mine != self.leader || !mine {
+                    self.set_leader(mine.then_some(stat.czxid), out);
+                }
+            }
+            // No leader any more: elect again (unless a round is already running).
+            (Step::Observe, Err(ZkError::NoNode)) => {
+                if self.leader {
+                    self.set_leader(None, out);
+                }
+                if !self.electing {
+                    self.elect(out);
+                }
+            }
+            (step, Err(ZkError::ConnectionLoss)) => {
+                // Every step here is safe to repeat; a lost write is checked first.
+                let again = if step == Step::Write {
+                    Step::Check
+                } else {
+                    step
+                };
+                let id = self.ids.fresh();
+                self.retry = Some((id, again));
+                out.push(Command::Timer {
+                    id,
+                    after_ms: crate::machine::RETRY_AFTER_MS,
+                });
+            }
+            (step, other) => unreachable!("job election: {step:?} answered {other:?}"),
+        }
+    }
+}
+
+impl Machine for ElectionMachine {
+    type Request = ElectionRequest;
+    type Report = ElectionReport;
+
+    fn handle(&mut self, input: Input<ElectionRequest>, out: &mut Vec<Command<ElectionReport>>) {
+        match input {
+            Input::Request(ElectionRequest::Elect) => {
+                if !self.electing {
+                    self.elect(out);
+                }
+            }
+            Input::Reply { id, result } if id >= 1 << LATCH_ID_SHIFT => {
+                if id >> LATCH_ID_SHIFT == self.round {
+                    let id = id - self.latch_offset();
+                    self.feed_latch(Input::Reply { id, result }, out);
+                }
+            }
+            Input::Reply { id, result } => {
+                if self.step.is_some_and(|(expected, _)| expected == id) {
+                    let (_, step) = self.step.take().expect("checked above");
+                    self.on_reply(step, result, out);
+                }
+            }
+            Input::Timer(id) if id >= 1 << LATCH_ID_SHIFT => {
+                if id >> LATCH_ID_SHIFT == self.round {
+                    let id = id - self.latch_offset();
+                    self.feed_latch(Input::Timer(id), out);
+                }
+            }
+            Input::Timer(id) => {
+                if self.retry.is_some_and(|(expected, _)| expected == id) {
+                    let (_, step) = self.retry.take().expect("checked above");
+                    if self.step.is_none() {
+                        self.issue(step, out);
+                    }
+                }
+            }
+            Input::Watch(event) => {
+                if event.path == self.instance_path() && event.event_type == EventType::NodeDeleted
+                {
+                    self.set_leader(None, out);
+                    if !self.electing {
+                        self.elect(out);
+                    }
+                } else {
+                    self.feed_latch(Input::Watch(event), out);
+                }
+            }
+            Input::Session(event) => {
+                match event {
+                    SessionEvent::Connected { session_id }
+                    | SessionEvent::Reconnected { session_id } => {
+                        self.session = Some(session_id);
+                    }
+                    SessionEvent::Expired | SessionEvent::Closed => self.session = None,
+                    SessionEvent::Disconnected => {}
+                }
+                if matches!(event, SessionEvent::Disconnected | SessionEvent::Expired) {
+                    self.set_leader(None, out);
+                }
+                let reconnected = matches!(
+                    event,
+                    SessionEvent::Connected { .. } | SessionEvent::Reconnected { .. }
+                );
+                self.feed_latch(Input::Session(event), out);
+                if reconnected && !self.electing && self.step.is_none() {
+                    // Look again: who leads now, and is our watch still there?
+                    self.issue(Step::Observe, out);
+                }
+            }
+        }
+    }
+}
+
+/// The job election as an async API over a running [`ElectionMachine`].
+pub struct Election {
+    handle: crate::driver::Handle<ElectionMachine>,
+}
+
+impl Election {
+    /// Starts the election of `job` for `instance` over `client`; spawn the returned driver.
+    pub fn start<C: crate::ZkClient + 'static>(
+        client: std::sync::Arc<C>,
+        clock: std::sync::Arc<dyn crate::driver::Clock>,
+        variant: ElectionVariant,
+        job: &str,
+        instance: &str,
+        uuid: &str,
+    ) -> (
+        Election,
+        impl std::future::Future<Output = ElectionMachine> + Send,
+    ) {
+        let (handle, driver) = crate::driver::start(
+            client,
+            clock,
+            ElectionMachine::new(variant, job, instance, uuid),
+        );
+        handle.send(ElectionRequest::Elect);
+        (Election { handle }, driver)
+    }
+
+    /// The next change of leadership, waiting for it.
+    pub async fn next_report(&self) -> Option<ElectionReport> {
+        self.handle.next_report().await
+    }
+}
