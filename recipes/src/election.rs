@@ -123,15 +123,7 @@ impl ElectionMachine {
 
     /// The instance node's ancestors, shallowest first: `/job`, `/job/leader`, ...
     fn ancestors(&self) -> Vec<String> {
-        let path = self.instance_path();
-        let mut out = Vec::new();
-        let mut current = crate::path::parent_of(&path);
-        while current != "/" {
-            out.push(current.to_owned());
-            current = crate::path::parent_of(current);
-        }
-        out.reverse();
-        out
+        crate::path::ancestors(crate::path::parent_of(&self.instance_path()))
     }
 
     fn latch_offset(&self) -> u64 {

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::ZkError;
 use crate::event::{EventType, SessionEvent};
 use crate::machine::{Command, Ids, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
-use crate::path::{join, parent_of};
+use crate::path::{ancestors, join};
 use crate::request::{Request, Response};
 use crate::types::{CreateMode, SessionId};
 
@@ -331,17 +331,6 @@ impl LatchMachine {
             }
         }
     }
-}
-
-fn ancestors(dir: &str) -> Vec<String> {
-    let mut paths = vec![dir.to_owned()];
-    let mut current = dir;
-    while parent_of(current) != "/" {
-        current = parent_of(current);
-        paths.push(current.to_owned());
-    }
-    paths.reverse();
-    paths
 }
 
 impl Machine for LatchMachine {

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::ZkError;
 use crate::event::SessionEvent;
 use crate::machine::{Command, Ids, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
-use crate::path::{join, parent_of};
+use crate::path::{ancestors, join};
 use crate::request::{Request, Response};
 use crate::types::{sequence_suffix, CreateMode};
 
@@ -517,18 +517,6 @@ impl LockMachine {
             self.on_request(LockRequest::Acquire { timeout_ms }, out);
         }
     }
-}
-
-/// The ancestors of `dir` to create, shallowest first, `dir` included.
-fn ancestors(dir: &str) -> Vec<String> {
-    let mut paths = vec![dir.to_owned()];
-    let mut current = dir;
-    while parent_of(current) != "/" {
-        current = parent_of(current);
-        paths.push(current.to_owned());
-    }
-    paths.reverse();
-    paths
 }
 
 impl Machine for LockMachine {

@@ -141,6 +141,19 @@ pub fn name_of(path: &str) -> &str {
     &path[path.rfind('/').map_or(0, |i| i + 1)..]
 }
 
+/// `path` and its ancestors below the root, shallowest first: `/a/b/c` gives `/a`, `/a/b`,
+/// `/a/b/c`. What a recipe creates when it makes a node's parents "if needed".
+pub fn ancestors(path: &str) -> Vec<String> {
+    let mut paths = vec![path.to_owned()];
+    let mut current = path;
+    while parent_of(current) != "/" {
+        current = parent_of(current);
+        paths.push(current.to_owned());
+    }
+    paths.reverse();
+    paths
+}
+
 /// `parent` joined with one child `name`.
 pub fn join(parent: &str, name: &str) -> String {
     if parent == "/" {
@@ -284,6 +297,8 @@ mod tests {
         assert_eq!(parent_of("/a/b/c"), "/a/b");
         assert_eq!(name_of("/a/b"), "b");
         assert_eq!(join("/", "a"), "/a");
+        assert_eq!(ancestors("/a/b/c"), ["/a", "/a/b", "/a/b/c"]);
+        assert_eq!(ancestors("/a"), ["/a"]);
         assert_eq!(
             ZkPath::new("/a/b").unwrap().parent(),
             Some(ZkPath::new("/a").unwrap())

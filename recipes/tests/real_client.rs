@@ -3,26 +3,16 @@
 //! bridge does: one event per server notification, waiting for events, and the session stream.
 #![cfg(not(madsim))]
 
+mod common;
+
+use common::server;
+
 use std::time::Duration;
 
 use zkh_recipes::real::RealClient;
 use zkh_recipes::{
     ClientEvent, CreateMode, EventType, SessionEvent, WatchedEvent, ZkClient, ZkError,
 };
-
-fn server() -> Option<String> {
-    match std::env::var("ZK_CONNECT") {
-        Ok(connect) => Some(connect),
-        Err(_) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "ZK_CONNECT is not set: in CI tests run under scripts/with-zookeeper"
-            );
-            eprintln!("skipped: ZK_CONNECT is not set (run under scripts/with-zookeeper)");
-            None
-        }
-    }
-}
 
 fn watch(event_type: EventType, path: &str) -> Option<ClientEvent> {
     Some(ClientEvent::Watch(WatchedEvent {

@@ -1,6 +1,10 @@
 //! The recipes against the real ZooKeeper that `scripts/with-zookeeper` starts (normal build).
 #![cfg(not(madsim))]
 
+mod common;
+
+use common::server;
+
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,20 +12,6 @@ use std::time::Duration;
 use zkh_recipes::latch::{Latch, LatchVariant};
 use zkh_recipes::lock::{Lock, LockVariant};
 use zkh_recipes::real::{RealClient, TokioClock};
-
-fn server() -> Option<String> {
-    match std::env::var("ZK_CONNECT") {
-        Ok(connect) => Some(connect),
-        Err(_) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "ZK_CONNECT is not set: in CI tests run under scripts/with-zookeeper"
-            );
-            eprintln!("skipped: ZK_CONNECT is not set (run under scripts/with-zookeeper)");
-            None
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_sessions_fifty_contended_lock_cycles_each_never_overlap() {
