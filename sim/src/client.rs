@@ -527,7 +527,7 @@ impl SimClient {
 
     /// Closes the session (waiting at most `wait_ms` for the server to apply it) and the client.
     pub async fn close(&self, wait_ms: u64) {
-        let closing = self.issue(Request::Sync { path: "/".into() }, None, true);
+        let closing = self.issue(None, None);
         if let Ok(receiver) = closing {
             let _ = madsim::time::timeout(Duration::from_millis(wait_ms), receiver).await;
         }
@@ -540,12 +540,11 @@ impl SimClient {
         );
     }
 
-    /// Sends a request (or, with `close`, the session close) and returns where its reply will come.
+    /// Sends `request` (`None`: the session close) and returns where its reply will come.
     fn issue(
         &self,
-        request: Request,
+        request: Option<Request>,
         watch: Option<(WatchClass, String)>,
-        close: bool,
     ) -> Result<ReplyReceiver, ZkError> {
         let shared = &self.shared;
         let now = now();
@@ -560,7 +559,7 @@ impl SimClient {
         let xid = state.next_xid;
         state.next_xid += 1;
         let (reply_to, receiver) = oneshot::channel();
-        if !close {
+        if let Some(request) = &request {
             shared.record(HistoryEvent::Invoke {
                 client: shared.id,
                 session,
@@ -569,10 +568,12 @@ impl SimClient {
             });
         }
         state.pending.insert(xid, Pending { watch, reply_to });
-        if !close {
-            self.fire_triggers(&mut state, &request);
+        if let Some(request) = &request {
+            self.fire_triggers(&mut state, request);
         }
-        if state.faults.drop_requests > 0 && !close {
+        // Faults act on requests, not on the close.
+        let faultable = request.is_some();
+        if state.faults.drop_requests > 0 && faultable {
             state.faults.drop_requests -= 1;
             shared.record(HistoryEvent::Fault {
                 description: format!("client {}: request {xid} dropped", shared.id),
@@ -580,21 +581,20 @@ impl SimClient {
             shared.connection_lost(&mut state, now);
             return Ok(receiver);
         }
-        if state.faults.drop_replies > 0 && !close {
+        if state.faults.drop_replies > 0 && faultable {
             state.faults.drop_replies -= 1;
             shared.record(HistoryEvent::Fault {
                 description: format!("client {}: reply to {xid} dropped", shared.id),
             });
             state.lose_reply_of.insert(xid);
         }
-        let message = if close {
-            Message::Close { xid, session }
-        } else {
-            Message::Request {
+        let message = match request {
+            Some(request) => Message::Request {
                 xid,
                 session,
                 request,
-            }
+            },
+            None => Message::Close { xid, session },
         };
         shared
             .net
@@ -660,7 +660,7 @@ impl SimClient {
         watch: Option<(WatchClass, String)>,
     ) -> Result<Reply, ZkError> {
         let xid = self.shared.lock().next_xid;
-        let receiver = self.issue(request, watch, false)?;
+        let receiver = self.issue(Some(request), watch)?;
         let result = receiver.await.unwrap_or(Err(ZkError::ConnectionLoss));
         let outcome = match &result {
             Ok((zxid, reply)) => OpOutcome::Reply {
