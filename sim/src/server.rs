@@ -243,6 +243,19 @@ impl Server {
         self.net.send(self.me(), to, message);
     }
 
+    /// Answers the request `origin` names, on the connection it came on.
+    fn reply(&self, origin: Origin, zxid: i64, reply: Reply) {
+        self.send_client(
+            origin.client,
+            origin.conn,
+            Message::Reply {
+                xid: origin.xid,
+                zxid,
+                reply,
+            },
+        );
+    }
+
     fn send_client(&self, client: u32, conn: u64, message: Message) {
         self.net
             .send_on(self.me(), Addr::Client(client), conn, message);
@@ -915,15 +928,7 @@ impl Server {
                 if let Some(origin) = origin {
                     // The reply to a close carries nothing: it only says the close was applied.
                     let reply = Reply::Ok(Response::Synced);
-                    self.send_client(
-                        origin.client,
-                        origin.conn,
-                        Message::Reply {
-                            xid: origin.xid,
-                            zxid,
-                            reply,
-                        },
-                    );
+                    self.reply(origin, zxid, reply);
                 } else if let (Some((client, conn)), true) = (client, expired) {
                     // The server closes the connection of a session it expired; the client
                     // learns of the expiry when it reconnects.
@@ -943,15 +948,7 @@ impl Server {
                 self.check_zxid(zxid);
                 self.deliver(applied.notifications);
                 if let Some(origin) = origin {
-                    self.send_client(
-                        origin.client,
-                        origin.conn,
-                        Message::Reply {
-                            xid: origin.xid,
-                            zxid,
-                            reply: applied.reply,
-                        },
-                    );
+                    self.reply(origin, zxid, applied.reply);
                 }
             }
         }
@@ -978,15 +975,7 @@ impl Server {
 
     fn reply_sync(&self, origin: Origin) {
         let zxid = self.last_zxid();
-        self.send_client(
-            origin.client,
-            origin.conn,
-            Message::Reply {
-                xid: origin.xid,
-                zxid,
-                reply: Reply::Ok(Response::Synced),
-            },
-        );
+        self.reply(origin, zxid, Reply::Ok(Response::Synced));
     }
 
     fn answer_syncs(&mut self) {

@@ -16,10 +16,12 @@ use std::time::Duration;
 
 use zkh_model::properties::{self, sometimes, Finding};
 use zkh_model::{History, HistoryEvent};
-use zkh_recipes::election::{Election, ElectionReport, ElectionVariant};
+use zkh_recipes::driver;
+use zkh_recipes::election::{ElectionMachine, ElectionReport, ElectionRequest, ElectionVariant};
 use zkh_recipes::fencing::{FencedResource, Fencing};
-use zkh_recipes::latch::{Latch, LatchReport, LatchVariant};
+use zkh_recipes::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
 use zkh_recipes::lock::{Lock, LockError, LockVariant};
+use zkh_recipes::machine::Machine;
 
 use crate::clock::SimClock;
 use crate::cluster::{Cluster, ClusterConfig};
@@ -246,6 +248,21 @@ type NextLeadership = Box<
         + Send,
 >;
 
+/// A running recipe's reports, as leadership changes.
+fn leadership<M: Machine>(
+    handle: driver::Handle<M>,
+    map: fn(M::Report) -> Leadership,
+) -> NextLeadership
+where
+    M::Report: Sync,
+{
+    let handle = Arc::new(handle);
+    Box::new(move || {
+        let handle = Arc::clone(&handle);
+        Box::pin(async move { handle.next_report().await.map(map) })
+    })
+}
+
 /// The leader's loop: run the job when leadership is gained and every `job_interval_ms` while
 /// it lasts, writing to the resource with the leadership's token.
 async fn lead(
@@ -356,50 +373,29 @@ pub async fn leader_job(
         );
         let participant = format!("client{id}");
         let uuid = format!("{participant}-{seed:x}");
-        let next: NextLeadership = match recipe {
+        let clock: Arc<dyn zkh_recipes::driver::Clock> = Arc::new(SimClock);
+        let next = match recipe {
             LeaderRecipe::Latch(variant) => {
-                let (latch, driver) = Latch::start(
-                    client,
-                    Arc::new(SimClock),
-                    variant,
-                    LATCH_DIR,
-                    &participant,
-                    &uuid,
-                );
+                let machine = LatchMachine::new(variant, LATCH_DIR, &participant, &uuid);
+                let (handle, driver) = driver::start(client, clock, machine);
+                handle.send(LatchRequest::Start);
                 cluster.spawn_on_client(id, driver);
-                let latch = Arc::new(latch);
-                Box::new(move || {
-                    let latch = Arc::clone(&latch);
-                    Box::pin(async move {
-                        latch.next_report().await.map(|report| match report {
-                            LatchReport::Leader { token } => Leadership::Gained(token),
-                            LatchReport::NotLeader
-                            | LatchReport::Failed(_)
-                            | LatchReport::Closed => Leadership::Lost,
-                        })
-                    })
+                leadership(handle, |report| match report {
+                    LatchReport::Leader { token } => Leadership::Gained(token),
+                    LatchReport::NotLeader | LatchReport::Failed(_) | LatchReport::Closed => {
+                        Leadership::Lost
+                    }
                 })
             }
             LeaderRecipe::Election(variant) => {
-                let (election, driver) = Election::start(
-                    client,
-                    Arc::new(SimClock),
-                    variant,
-                    JOB_DIR,
-                    &participant,
-                    &uuid,
-                );
+                let machine = ElectionMachine::new(variant, JOB_DIR, &participant, &uuid);
+                let (handle, driver) = driver::start(client, clock, machine);
+                handle.send(ElectionRequest::Elect);
                 cluster.spawn_on_client(id, driver);
-                let election = Arc::new(election);
-                Box::new(move || {
-                    let election = Arc::clone(&election);
-                    Box::pin(async move {
-                        election.next_report().await.map(|report| match report {
-                            ElectionReport::Leader { token } => Leadership::Gained(token),
-                            ElectionReport::NotLeader => Leadership::Lost,
-                            ElectionReport::Follower => Leadership::Other,
-                        })
-                    })
+                leadership(handle, |report| match report {
+                    ElectionReport::Leader { token } => Leadership::Gained(token),
+                    ElectionReport::NotLeader => Leadership::Lost,
+                    ElectionReport::Follower => Leadership::Other,
                 })
             }
         };
