@@ -107,6 +107,21 @@ pub enum HistoryEvent {
         /// What was done.
         detail: String,
     },
+    /// A job instance ran one item of a sharded job for one cron cycle.
+    Execution {
+        /// The client process (the instance).
+        client: u32,
+        /// The job's root path.
+        job: String,
+        /// The item.
+        item: u32,
+        /// The cycle.
+        cycle: u64,
+        /// The token of the run (the zxid of its claim).
+        token: i64,
+        /// Whether it ran as a failover of a crashed instance's item.
+        failover: bool,
+    },
 }
 
 /// One entry: an event at a simulated time.

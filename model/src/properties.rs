@@ -10,6 +10,8 @@
 //! | no oversell | always | the stock never goes negative, and every sale was from the current stock |
 //! | herd free | always | one transaction's watch events reach at most one client under the recipe's path |
 //! | leader elected | eventually | after the heal, a holder or leader appears within the bound |
+//! | no shard executed twice | always | each (job, item, cycle) runs at most once |
+//! | no shard lost | eventually | each (job, item, cycle) of the judged cycles runs |
 //!
 //! Truth is judged at the resource: two processes can *believe* they hold a lock (a holder
 //! paused past its session's expiry), and only what the resource accepted matters. Side effects
@@ -275,6 +277,70 @@ pub fn leader_elected(history: &History, roles: &[&str], after_us: u64, within_u
     Finding::new("leader elected", Class::Eventually, violation, summary)
 }
 
+/// Runs of `job`'s items: (item, cycle) to the clients that ran it, in order.
+fn executions(history: &History, job: &str) -> BTreeMap<(u32, u64), Vec<u32>> {
+    let mut runs: BTreeMap<(u32, u64), Vec<u32>> = BTreeMap::new();
+    for entry in history.entries() {
+        if let HistoryEvent::Execution {
+            client,
+            job: j,
+            item,
+            cycle,
+            ..
+        } = &entry.event
+        {
+            if j == job {
+                runs.entry((*item, *cycle)).or_default().push(*client);
+            }
+        }
+    }
+    runs
+}
+
+/// **No shard executed twice** (always): each (item, cycle) of `job` ran at most once, by one
+/// instance. (Stricter than "by at most one instance": a correct instance does not run an item
+/// twice either.)
+pub fn no_shard_executed_twice(history: &History, job: &str) -> Finding {
+    let runs = executions(history, job);
+    let violation =
+        runs.iter()
+            .find(|(_, clients)| clients.len() > 1)
+            .map(|((item, cycle), clients)| {
+                format!(
+                    "{job} item {item} of cycle {cycle} ran {} times, by clients {clients:?}",
+                    clients.len()
+                )
+            });
+    let summary = format!("{} (item, cycle) runs, each once", runs.len());
+    Finding::new("no shard executed twice", Class::Always, violation, summary)
+}
+
+/// **No shard lost** (eventually): every item `0..items` of `job` ran in every cycle of
+/// `cycles` (the caller picks the cycles whose trigger came after the faults healed and which
+/// had time to finish).
+pub fn no_shard_lost(
+    history: &History,
+    job: &str,
+    items: u32,
+    cycles: std::ops::RangeInclusive<u64>,
+) -> Finding {
+    let runs = executions(history, job);
+    let missing: Vec<(u32, u64)> = cycles
+        .clone()
+        .flat_map(|cycle| (0..items).map(move |item| (item, cycle)))
+        .filter(|key| !runs.contains_key(key))
+        .collect();
+    let violation = (!missing.is_empty()).then(|| {
+        let (item, cycle) = missing[0];
+        format!(
+            "{job} item {item} of cycle {cycle} never ran ({} (item, cycle) missing in cycles {cycles:?})",
+            missing.len()
+        )
+    });
+    let summary = format!("{items} items ran in each of cycles {cycles:?}");
+    Finding::new("no shard lost", Class::Eventually, violation, summary)
+}
+
 /// The `sometimes` checks that keep a pass from being an empty one.
 pub mod sometimes {
     use super::*;
@@ -339,6 +405,19 @@ pub mod sometimes {
         });
         Finding {
             property: "a stale write was refused",
+            class: Class::Sometimes,
+            holds: happened,
+            detail: String::new(),
+        }
+    }
+
+    /// An item of `job` ran as the failover of a crashed instance's item.
+    pub fn item_failed_over(history: &History, job: &str) -> Finding {
+        let happened = history.entries().iter().any(|e| {
+            matches!(&e.event, HistoryEvent::Execution { job: j, failover: true, .. } if j == job)
+        });
+        Finding {
+            property: "an item failed over",
             class: Class::Sometimes,
             holds: happened,
             detail: String::new(),

@@ -164,3 +164,54 @@ fn leader_elected_and_changing_hands() {
     );
     assert!(sometimes::reply_lost(&quiet).holds);
 }
+
+fn run(h: &mut History, at: u64, client: u32, item: u32, cycle: u64, failover: bool) {
+    let event = HistoryEvent::Execution {
+        client,
+        job: "/orders-job".into(),
+        item,
+        cycle,
+        token: at as i64,
+        failover,
+    };
+    h.push(at, event);
+}
+
+#[test]
+fn no_shard_executed_twice_and_no_shard_lost() {
+    let mut good = History::new();
+    run(&mut good, 1, 0, 0, 1, false);
+    run(&mut good, 2, 1, 1, 1, false);
+    run(&mut good, 3, 0, 0, 2, false);
+    run(&mut good, 4, 0, 1, 2, true);
+    assert!(properties::no_shard_executed_twice(&good, "/orders-job").holds);
+    assert!(properties::no_shard_lost(&good, "/orders-job", 2, 1..=2).holds);
+    assert!(sometimes::item_failed_over(&good, "/orders-job").holds);
+    assert!(
+        properties::no_shard_executed_twice(&good, "/other-job").holds,
+        "other jobs' runs do not count"
+    );
+
+    let mut bad = good.clone();
+    run(&mut bad, 5, 1, 0, 2, true);
+    let twice = properties::no_shard_executed_twice(&bad, "/orders-job");
+    assert!(!twice.holds);
+    assert!(
+        twice
+            .detail
+            .contains("item 0 of cycle 2 ran 2 times, by clients [0, 1]"),
+        "{}",
+        twice.detail
+    );
+    let lost = properties::no_shard_lost(&good, "/orders-job", 3, 1..=2);
+    assert!(!lost.holds);
+    assert!(
+        lost.detail
+            .contains("item 2 of cycle 1 never ran (2 (item, cycle) missing"),
+        "{}",
+        lost.detail
+    );
+    let mut plain = History::new();
+    run(&mut plain, 1, 0, 0, 1, false);
+    assert!(!sometimes::item_failed_over(&plain, "/orders-job").holds);
+}

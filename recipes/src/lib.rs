@@ -20,6 +20,7 @@
 
 pub mod client;
 pub mod driver;
+pub mod elastic_job;
 pub mod election;
 pub mod error;
 pub mod event;
@@ -31,6 +32,7 @@ pub mod master;
 pub mod ops;
 pub mod path;
 pub mod request;
+pub mod sharding;
 pub mod types;
 
 #[cfg(not(madsim))]

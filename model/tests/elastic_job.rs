@@ -1,0 +1,277 @@
+//! Elastic-Job sharding and failover over the in-memory client: the average allocation lands in
+//! ZooKeeper, every item runs once per cycle, a crashed instance's items fail over, take-off
+//! items are skipped, a lost claim reply is read back, and the two known-bad variants misbehave
+//! as their docs say.
+#![cfg(not(madsim))]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zkh_model::memory::InjectedFault;
+use zkh_model::{MemoryClient, MemoryEnsemble};
+use zkh_recipes::elastic_job::{JobInstance, JobMachine, JobReport, JobVariant};
+use zkh_recipes::real::TokioClock;
+use zkh_recipes::{CreateMode, ZkClient};
+
+const JOB: &str = "/orders-job";
+const ITEMS: u32 = 8;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime")
+}
+
+struct Instance {
+    id: String,
+    client: Arc<MemoryClient>,
+    job: JobInstance,
+}
+
+fn start(ensemble: &MemoryEnsemble, variant: JobVariant, id: &str) -> Instance {
+    let client = Arc::new(ensemble.connect());
+    let machine = JobMachine::new(variant, JOB, id, &format!("uuid-{id}"), ITEMS);
+    let (job, driver) = JobInstance::start(Arc::clone(&client), Arc::new(TokioClock), machine);
+    tokio::spawn(driver);
+    Instance {
+        id: id.to_owned(),
+        client,
+        job,
+    }
+}
+
+/// Every execution reported so far: (item, cycle) to the instances that ran it, with whether
+/// it ran as a failover.
+type Runs = BTreeMap<(u32, u64), Vec<(String, bool)>>;
+
+fn collect(instances: &[&Instance], runs: &mut Runs) {
+    for instance in instances {
+        while let Some(report) = instance.job.try_report() {
+            if let JobReport::Executed {
+                item,
+                cycle,
+                failover,
+                ..
+            } = report
+            {
+                runs.entry((item, cycle))
+                    .or_default()
+                    .push((instance.id.clone(), failover));
+            }
+        }
+    }
+}
+
+async fn settle() {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+}
+
+fn owner(ensemble: &MemoryEnsemble, item: u32) -> Option<String> {
+    ensemble.inspect(|model| {
+        let node = model
+            .tree()
+            .get(&format!("{JOB}/sharding/{item}/instance"))?;
+        Some(String::from_utf8(node.data.clone()).expect("utf-8 owner"))
+    })
+}
+
+/// Three instances `a`, `b`, `c` after their first cycle.
+async fn three_after_cycle_one(ensemble: &MemoryEnsemble, variant: JobVariant) -> Vec<Instance> {
+    let instances: Vec<Instance> = ["a", "b", "c"]
+        .iter()
+        .map(|id| start(ensemble, variant, id))
+        .collect();
+    settle().await;
+    for instance in &instances {
+        instance.job.trigger(1);
+    }
+    settle().await;
+    instances
+}
+
+#[test]
+fn the_leader_shards_by_average_allocation_and_each_item_runs_once_per_cycle() {
+    runtime().block_on(async {
+        let ensemble = MemoryEnsemble::new();
+        let instances = three_after_cycle_one(&ensemble, JobVariant::Correct).await;
+        let owners: Vec<Option<String>> = (0..ITEMS).map(|i| owner(&ensemble, i)).collect();
+        let expected = ["a", "a", "b", "b", "c", "c", "a", "b"];
+        assert_eq!(
+            owners,
+            expected.map(|id| Some(id.to_owned())).to_vec(),
+            "Elastic-Job's average allocation of 8 items over 3 instances"
+        );
+        assert!(
+            ensemble.inspect(|m| m
+                .tree()
+                .get(&format!("{JOB}/leader/sharding/necessary"))
+                .is_none()),
+            "sharding removed the flag"
+        );
+        for instance in &instances {
+            instance.job.trigger(2);
+        }
+        settle().await;
+        let mut runs = Runs::new();
+        collect(&instances.iter().collect::<Vec<_>>(), &mut runs);
+        for cycle in [1, 2] {
+            for item in 0..ITEMS {
+                let ran = runs.get(&(item, cycle)).cloned().unwrap_or_default();
+                let owner = expected[item as usize].to_owned();
+                assert_eq!(ran, vec![(owner, false)], "item {item} cycle {cycle}");
+            }
+        }
+    });
+}
+
+/// `a` (items 0, 1, 6) crashes after `b` and `c` ran cycle 2 but before it did.
+async fn crash_before_cycle_two(variant: JobVariant, a_runs_cycle_two: bool) -> Runs {
+    let ensemble = MemoryEnsemble::new();
+    let instances = three_after_cycle_one(&ensemble, variant).await;
+    let survivors: Vec<&Instance> = instances[1..].iter().collect();
+    let start = if a_runs_cycle_two { 0 } else { 1 };
+    for instance in &instances[start..] {
+        instance.job.trigger(2);
+    }
+    settle().await;
+    ensemble.expire(instances[0].client.session_id());
+    settle().await;
+    let mut runs = Runs::new();
+    collect(&instances.iter().collect::<Vec<_>>(), &mut runs);
+    assert!(
+        ensemble.inspect(|m| m
+            .tree()
+            .get(&format!("{JOB}/leader/failover/items"))
+            .is_none_or(|n| { variant == JobVariant::OneItemPerIdle || n.children.is_empty() })),
+        "no item is left marked"
+    );
+    // The next cycle is sharded over the survivors.
+    for instance in &survivors {
+        instance.job.trigger(3);
+    }
+    settle().await;
+    collect(&survivors, &mut runs);
+    let survivors_only =
+        (0..ITEMS).all(|item| owner(&ensemble, item).is_some_and(|id| id == "b" || id == "c"));
+    assert!(survivors_only, "cycle 3 is sharded over b and c");
+    runs
+}
+
+#[test]
+fn a_crashed_instances_items_fail_over_to_the_survivors_within_the_cycle() {
+    runtime().block_on(async {
+        let runs = crash_before_cycle_two(JobVariant::Correct, false).await;
+        for item in [0, 1, 6] {
+            let ran = &runs[&(item, 2)];
+            assert_eq!(ran.len(), 1, "item {item} runs once in cycle 2: {ran:?}");
+            assert!(ran[0].1, "as a failover");
+            assert_ne!(ran[0].0, "a");
+        }
+        for item in 0..ITEMS {
+            assert_eq!(runs[&(item, 3)].len(), 1, "item {item} cycle 3");
+        }
+    });
+}
+
+#[test]
+fn a_failover_after_the_crashed_instance_finished_its_cycle_runs_nothing_again() {
+    runtime().block_on(async {
+        let runs = crash_before_cycle_two(JobVariant::Correct, true).await;
+        for item in 0..ITEMS {
+            assert_eq!(
+                runs[&(item, 2)].len(),
+                1,
+                "item {item} runs once in cycle 2"
+            );
+        }
+    });
+}
+
+#[test]
+fn one_item_per_idle_leaves_a_crashed_item_of_the_cycle_unrun() {
+    runtime().block_on(async {
+        let runs = crash_before_cycle_two(JobVariant::OneItemPerIdle, false).await;
+        let ran = [0, 1, 6]
+            .iter()
+            .filter(|item| runs.contains_key(&(**item, 2)))
+            .count();
+        // Two idle survivors take one item each, or fewer: a late listener can mark an item
+        // again after its failover ran, and spend a survivor's one claim on it.
+        assert!(ran < 3, "a crashed item of cycle 2 is lost: {runs:?}");
+    });
+}
+
+#[test]
+fn no_cycle_claim_runs_an_item_twice_when_the_crashed_instance_had_finished() {
+    runtime().block_on(async {
+        let runs = crash_before_cycle_two(JobVariant::NoCycleClaim, true).await;
+        let twice: Vec<u32> = (0..ITEMS)
+            .filter(|item| runs[&(*item, 2)].len() > 1)
+            .collect();
+        assert_eq!(
+            twice,
+            vec![0, 1, 6],
+            "every item of the crashed instance: {runs:?}"
+        );
+    });
+}
+
+#[test]
+fn an_owner_skips_take_off_items_that_another_instance_has_taken_over() {
+    runtime().block_on(async {
+        let ensemble = MemoryEnsemble::new();
+        let instances = three_after_cycle_one(&ensemble, JobVariant::Correct).await;
+        // Another process holds item 0 (a's) as a failover while a's next cycle fires.
+        let other = ensemble.connect();
+        other
+            .create(
+                &format!("{JOB}/sharding/0/failover"),
+                b"z",
+                CreateMode::Ephemeral,
+            )
+            .await
+            .expect("failover node");
+        instances[0].job.trigger(2);
+        settle().await;
+        let mut runs = Runs::new();
+        collect(&[&instances[0]], &mut runs);
+        assert!(!runs.contains_key(&(0, 2)), "item 0 is taken off: {runs:?}");
+        assert_eq!(runs[&(1, 2)], vec![("a".to_owned(), false)]);
+    });
+}
+
+#[test]
+fn a_lost_reply_anywhere_in_a_cycle_still_runs_each_item_once() {
+    // Lose the reply of the k-th operation after cycle 2's trigger, for every k up to past the
+    // end of the cycle: the claims' replies among them.
+    for k in 0..40 {
+        runtime().block_on(async {
+            let ensemble = MemoryEnsemble::new();
+            let a = start(&ensemble, JobVariant::Correct, "a");
+            settle().await;
+            a.job.trigger(1);
+            settle().await;
+            let mut runs = Runs::new();
+            a.job.trigger(2);
+            for _ in 0..k {
+                tokio::task::yield_now().await;
+            }
+            a.client.inject(InjectedFault::DropReply);
+            settle().await;
+            collect(&[&a], &mut runs);
+            for item in 0..ITEMS {
+                assert_eq!(runs[&(item, 1)].len(), 1, "k={k}: item {item} cycle 1");
+                assert_eq!(runs[&(item, 2)].len(), 1, "k={k}: item {item} cycle 2");
+            }
+            let claim = ensemble.inspect(|m| {
+                m.tree()
+                    .get(&format!("{JOB}/sharding/7"))
+                    .map(|n| n.data.clone())
+            });
+            assert_eq!(claim.as_deref(), Some(b"2 a".as_slice()), "k={k}");
+        });
+    }
+}

@@ -1,0 +1,871 @@
+//! One Elastic-Job instance of a sharded job: registration, the job's leader election,
+//! sharding, per-cycle execution, and failover of a crashed instance's items, as one state
+//! machine. The node layout and the allocation are in [`sharding`](crate::sharding).
+//!
+//! # The algorithm (Elastic-Job 2.1.5, `ShardingService` and `FailoverService`)
+//!
+//! - **Start:** register the ephemeral `instances/<id>`, raise `leader/sharding/necessary`
+//!   (the instances changed), list `instances` with a watch, and elect the job's leader
+//!   ([`ElectionMachine`]).
+//! - **Each cron cycle** (the host sends [`JobRequest::Trigger`] at the same time to every
+//!   instance): if `necessary` is raised, the leader shards (deletes every
+//!   `sharding/<item>/instance`, then in one transaction writes the average allocation and
+//!   removes the flag) while the others poll every 100 ms until the flag is gone
+//!   (`blockUntilShardingCompleted`). Each instance then reads which items it owns, leaves out
+//!   those another instance has taken over (`sharding/<item>/failover` exists: the "take-off"
+//!   items of a returning owner), claims each remaining (item, cycle) and runs it. Then it
+//!   looks for crashed items to take over. A trigger that comes while a cycle is still running
+//!   misfires: one more cycle runs right after, for the newest trigger.
+//! - **Crash listener** (`JobCrashedJobListener`, on every instance): when an instance leaves
+//!   `instances`, mark each item it owned (or had taken over) in `leader/failover/items`, raise
+//!   `necessary`, and fail over.
+//! - **Failover** (`failoverIfNecessary`): if items are marked, take the lock
+//!   `leader/failover/latch` (a latch used as a lock, like the election), and under it take the
+//!   first marked item: write the ephemeral `sharding/<item>/failover` with this instance's id,
+//!   unmark the item, run it for the current cycle, delete the failover node. The correct
+//!   recipe repeats until no item is marked, then releases the lock.
+//!
+//! Execution is instantaneous here: a run is the [`JobReport::Executed`] report, which the host
+//! records with its token (the zxid of the claim).
+//!
+//! # Known-bad variants, kept as positive controls
+//!
+//! - [`JobVariant::OneItemPerIdle`]: each idle instance takes over one crashed item per
+//!   failover, then releases the lock; the other marked items wait until an instance next
+//!   finishes a cycle, by which time their cycle has passed. This is the failover of
+//!   Elastic-Job 2.1.5's `FailoverLeaderExecutionCallback`, which claims one item per call: with
+//!   more crashed items than idle instances, items of the crash's cycle are lost.
+//! - [`JobVariant::NoCycleClaim`]: run owned and failed-over items without claiming the
+//!   (item, cycle) first, as Elastic-Job 2.1.5 does: a failover runs again the items the
+//!   crashed instance had already finished in this cycle, so an item runs twice.
+//!
+//! # Not modelled
+//!
+//! Misfire policies beyond "run once more", disabled items, the `running` nodes of
+//! `monitorExecution` (execution is instantaneous), the job's configuration nodes, and
+//! sharding strategies other than average allocation.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::election::{ElectionMachine, ElectionReport, ElectionRequest, ElectionVariant};
+use crate::error::ZkError;
+use crate::event::{EventType, SessionEvent};
+use crate::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
+use crate::machine::{Command, Ids, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
+use crate::ops::Op;
+use crate::request::{Request, Response};
+use crate::sharding::{average_allocation, Claim, JobPaths};
+use crate::types::{CreateMode, SessionId};
+
+/// Which job recipe: the correct one, or a known-bad variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobVariant {
+    /// Claim every (item, cycle) before running it; fail over every marked item.
+    Correct,
+    /// Fail over one item per idle instance per crash (Elastic-Job 2.1.5).
+    OneItemPerIdle,
+    /// Run items without claiming the (item, cycle) (Elastic-Job 2.1.5).
+    NoCycleClaim,
+}
+
+/// What the application asks of a job instance.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum JobRequest {
+    /// Register and elect (once, at start).
+    Start,
+    /// The cron trigger of cycle `cycle` (1, 2, ...) fired.
+    Trigger {
+        /// The cycle.
+        cycle: u64,
+    },
+}
+
+/// What a job instance tells its host.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum JobReport {
+    /// This instance leads the job; `token` is the election instance node's `czxid`.
+    Leader {
+        /// The fencing token.
+        token: i64,
+    },
+    /// This instance no longer leads the job.
+    NotLeader,
+    /// This instance ran `item` for `cycle`.
+    Executed {
+        /// The item.
+        item: u32,
+        /// The cycle.
+        cycle: u64,
+        /// The zxid of the claim (of the owning node for [`JobVariant::NoCycleClaim`]).
+        token: i64,
+        /// Whether it ran as a failover of a crashed instance's item.
+        failover: bool,
+    },
+}
+
+/// Why an item runs: it is ours by sharding, or we took it over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Via {
+    Sharding,
+    Failover,
+}
+
+/// One step of work: each issues at most one operation. Work runs one step at a time, in order;
+/// a step's continuation goes to the front of the queue (depth first).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Task {
+    /// Create a persistent node if it is missing (its own parents first).
+    Ensure(String),
+    Register,
+    /// `instances/<id>` exists: is it this session's?
+    CheckRegistration,
+    /// It belongs to an older session: delete it, then register.
+    ClearRegistration,
+    SetNecessary,
+    WatchInstances,
+    /// Did `crashed` own `item`? (its sharding owner, then its failover owner)
+    ScanOwner {
+        crashed: String,
+        item: u32,
+    },
+    ScanFailoverOwner {
+        crashed: String,
+        item: u32,
+    },
+    Mark(u32),
+    CheckNecessary(u64),
+    ListInstances(u64),
+    ResetItem(u32),
+    WriteSharding(u64, Vec<Option<String>>),
+    ReadOwner(u64, u32),
+    ReadTakeOff {
+        cycle: u64,
+        item: u32,
+        token: i64,
+    },
+    ReadClaim {
+        item: u32,
+        cycle: u64,
+        via: Via,
+    },
+    Claim {
+        item: u32,
+        cycle: u64,
+        via: Via,
+        version: i32,
+    },
+    /// No operation: the cycle's items are done.
+    EndCycle,
+    FailoverIfNecessary,
+    ClaimNext,
+    TakeFailover(u32),
+    CheckFailoverOwner(u32),
+    Unmark(u32),
+    CompleteFailover(u32),
+    /// No operation: release the failover lock.
+    ReleaseClaimLock,
+}
+
+/// Ids at or above this are the job's own operations and timers.
+const JOB_IDS: u64 = 1 << 62;
+/// Ids in `[CLAIM_IDS, JOB_IDS)` belong to the failover lock of round `(id - CLAIM_IDS) >> 40`.
+const CLAIM_IDS: u64 = 1 << 61;
+const CLAIM_ROUND_SHIFT: u32 = 40;
+
+/// One Elastic-Job instance as a state machine (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct JobMachine {
+    variant: JobVariant,
+    paths: JobPaths,
+    instance: String,
+    uuid: String,
+    items: u32,
+    ids: Ids,
+    election: ElectionMachine,
+    leader: bool,
+    session: Option<SessionId>,
+    started: bool,
+    queue: VecDeque<Task>,
+    /// The task whose operation is in flight.
+    step: Option<(OpId, Task)>,
+    /// The front task waits for this timer (a retry, or a poll).
+    waiting: Option<TimerId>,
+    /// The newest trigger's cycle.
+    cycle: u64,
+    /// A cycle is being run.
+    in_cycle: bool,
+    /// A trigger came during the running cycle.
+    misfired: bool,
+    /// The instances seen by the last listing.
+    known_instances: Option<BTreeSet<String>>,
+    /// The last cycle this instance ran, per item.
+    executed: BTreeMap<u32, u64>,
+    /// The failover lock, while it is wanted or held.
+    claim_lock: Option<LatchMachine>,
+    claim_round: u64,
+}
+
+impl JobMachine {
+    /// Instance `instance` of the job rooted at `job` (e.g. `/orders-job`) with `items` items.
+    /// `uuid` is unique to this instance (the protection of its latches).
+    pub fn new(variant: JobVariant, job: &str, instance: &str, uuid: &str, items: u32) -> Self {
+        JobMachine {
+            variant,
+            paths: JobPaths::new(job),
+            instance: instance.to_owned(),
+            uuid: uuid.to_owned(),
+            items,
+            ids: Ids::default(),
+            election: ElectionMachine::new(ElectionVariant::Correct, job, instance, uuid),
+            leader: false,
+            session: None,
+            started: false,
+            queue: VecDeque::new(),
+            step: None,
+            waiting: None,
+            cycle: 0,
+            in_cycle: false,
+            misfired: false,
+            known_instances: None,
+            executed: BTreeMap::new(),
+            claim_lock: None,
+            claim_round: 0,
+        }
+    }
+
+    /// Whether this instance believes it leads the job.
+    pub fn is_leader(&self) -> bool {
+        self.leader
+    }
+
+    fn request(&self, task: &Task) -> Option<Request> {
+        let persistent = |path: String, data: Vec<u8>| Request::Create {
+            path,
+            data,
+            mode: CreateMode::Persistent,
+        };
+        let read = |path: String| Request::GetData { path, watch: false };
+        let delete = |path: String| Request::Delete { path, version: -1 };
+        let me = self.instance.as_bytes().to_vec();
+        Some(match task {
+            Task::Ensure(path) => persistent(path.clone(), Vec::new()),
+            Task::Register => Request::Create {
+                path: self.paths.instance(&self.instance),
+                data: Vec::new(),
+                mode: CreateMode::Ephemeral,
+            },
+            Task::CheckRegistration => read(self.paths.instance(&self.instance)),
+            Task::ClearRegistration => delete(self.paths.instance(&self.instance)),
+            Task::SetNecessary => persistent(self.paths.necessary(), Vec::new()),
+            Task::WatchInstances => Request::GetChildren {
+                path: self.paths.instances(),
+                watch: true,
+            },
+            Task::ScanOwner { item, .. } => read(self.paths.owner(*item)),
+            Task::ScanFailoverOwner { item, .. } => read(self.paths.failover_owner(*item)),
+            Task::Mark(item) => persistent(self.paths.failover_item(*item), Vec::new()),
+            Task::CheckNecessary(_) => Request::Exists {
+                path: self.paths.necessary(),
+                watch: false,
+            },
+            Task::ListInstances(_) => Request::GetChildren {
+                path: self.paths.instances(),
+                watch: false,
+            },
+            Task::ResetItem(item) => delete(self.paths.owner(*item)),
+            Task::WriteSharding(_, owners) => {
+                let mut ops: Vec<Op> = owners
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(item, owner)| {
+                        Some(Op::Create {
+                            path: self.paths.owner(item as u32),
+                            data: owner.as_ref()?.as_bytes().to_vec(),
+                            mode: CreateMode::Persistent,
+                        })
+                    })
+                    .collect();
+                ops.push(Op::Delete {
+                    path: self.paths.necessary(),
+                    version: -1,
+                });
+                Request::Multi(ops)
+            }
+            Task::ReadOwner(_, item) => read(self.paths.owner(*item)),
+            Task::ReadTakeOff { item, .. } => Request::Exists {
+                path: self.paths.failover_owner(*item),
+                watch: false,
+            },
+            Task::ReadClaim { item, .. } => read(self.paths.item(*item)),
+            Task::Claim {
+                item,
+                cycle,
+                version,
+                ..
+            } => Request::SetData {
+                path: self.paths.item(*item),
+                data: Claim {
+                    cycle: *cycle,
+                    instance: self.instance.clone(),
+                }
+                .encode(),
+                version: *version,
+            },
+            Task::FailoverIfNecessary | Task::ClaimNext => Request::GetChildren {
+                path: self.paths.failover_items(),
+                watch: false,
+            },
+            Task::TakeFailover(item) => Request::Create {
+                path: self.paths.failover_owner(*item),
+                data: me,
+                mode: CreateMode::Ephemeral,
+            },
+            Task::CheckFailoverOwner(item) => read(self.paths.failover_owner(*item)),
+            Task::Unmark(item) => delete(self.paths.failover_item(*item)),
+            Task::CompleteFailover(item) => delete(self.paths.failover_owner(*item)),
+            Task::EndCycle | Task::ReleaseClaimLock => return None,
+        })
+    }
+
+    /// Runs queued tasks until one issues an operation or waits for a timer.
+    fn pump(&mut self, out: &mut Vec<Command<JobReport>>) {
+        while self.step.is_none() && self.waiting.is_none() {
+            let Some(task) = self.queue.pop_front() else {
+                return;
+            };
+            match self.request(&task) {
+                Some(request) => {
+                    let id = JOB_IDS + self.ids.fresh();
+                    self.step = Some((id, task));
+                    out.push(Command::Op { id, request });
+                }
+                None if task == Task::EndCycle => self.end_cycle(),
+                None => self.feed_claim_lock(Input::Request(LatchRequest::Close), out),
+            }
+        }
+    }
+
+    /// Puts `tasks` at the front of the queue, in order.
+    fn then(&mut self, tasks: impl IntoIterator<Item = Task, IntoIter: DoubleEndedIterator>) {
+        for task in tasks.into_iter().rev() {
+            self.queue.push_front(task);
+        }
+    }
+
+    fn enqueue(&mut self, task: Task) {
+        if !self.queue.contains(&task) {
+            self.queue.push_back(task);
+        }
+    }
+
+    /// Puts `task` back at the front, to run again after a pause.
+    fn wait_and_retry(&mut self, task: Task, out: &mut Vec<Command<JobReport>>) {
+        self.queue.push_front(task);
+        let id = JOB_IDS + self.ids.fresh();
+        self.waiting = Some(id);
+        out.push(Command::Timer {
+            id,
+            after_ms: RETRY_AFTER_MS,
+        });
+    }
+
+    fn register(&mut self) {
+        for task in [Task::Register, Task::SetNecessary, Task::WatchInstances] {
+            self.enqueue(task);
+        }
+    }
+
+    fn start_cycle(&mut self) {
+        self.in_cycle = true;
+        self.misfired = false;
+        self.queue.push_back(Task::CheckNecessary(self.cycle));
+    }
+
+    fn end_cycle(&mut self) {
+        self.in_cycle = false;
+        self.enqueue(Task::FailoverIfNecessary);
+        if self.misfired {
+            self.start_cycle();
+        }
+    }
+
+    fn execute(&mut self, item: u32, cycle: u64, token: i64, via: Via) -> JobReport {
+        self.executed.insert(item, cycle);
+        JobReport::Executed {
+            item,
+            cycle,
+            token,
+            failover: via == Via::Failover,
+        }
+    }
+
+    /// The continuation after running (or skipping) `item` via `via`.
+    fn after_item(&mut self, item: u32, via: Via) {
+        if via == Via::Failover {
+            let next = match self.variant {
+                JobVariant::OneItemPerIdle => Task::ReleaseClaimLock,
+                JobVariant::Correct | JobVariant::NoCycleClaim => Task::ClaimNext,
+            };
+            self.then([Task::CompleteFailover(item), next]);
+        }
+    }
+
+    /// Runs `item` for `cycle`, claiming it first unless the variant skips the claim.
+    fn run_item(&mut self, item: u32, cycle: u64, via: Via, token: i64) -> Option<JobReport> {
+        if cycle == 0 {
+            self.after_item(item, via);
+            return None;
+        }
+        match self.variant {
+            JobVariant::NoCycleClaim => {
+                self.after_item(item, via);
+                Some(self.execute(item, cycle, token, via))
+            }
+            JobVariant::Correct | JobVariant::OneItemPerIdle => {
+                self.then([Task::ReadClaim { item, cycle, via }]);
+                None
+            }
+        }
+    }
+
+    fn on_reply(
+        &mut self,
+        task: Task,
+        result: Result<Response, ZkError>,
+        out: &mut Vec<Command<JobReport>>,
+    ) {
+        let report = |out: &mut Vec<Command<JobReport>>, report| out.push(Command::Report(report));
+        match (task, result) {
+            (_, Err(ZkError::SessionExpired | ZkError::SessionMoved)) => {
+                // The session event that follows resets the work; nothing to retry.
+            }
+            (task, Err(ZkError::ConnectionLoss | ZkError::OperationTimeout)) => {
+                // A lost claim or registration is read back before it is tried again.
+                let again = match task {
+                    Task::Claim {
+                        item, cycle, via, ..
+                    } => Task::ReadClaim { item, cycle, via },
+                    other => other,
+                };
+                self.wait_and_retry(again, out);
+            }
+            // Creating a node whose parent is missing: make the parent, then create again.
+            (
+                task @ (Task::Ensure(_)
+                | Task::Register
+                | Task::SetNecessary
+                | Task::Mark(_)
+                | Task::WatchInstances),
+                Err(ZkError::NoNode),
+            ) => {
+                let parent = match &task {
+                    Task::Ensure(path) => crate::path::parent_of(path).to_owned(),
+                    Task::Register | Task::WatchInstances => self.paths.instances(),
+                    Task::SetNecessary => {
+                        crate::path::parent_of(&self.paths.necessary()).to_owned()
+                    }
+                    Task::Mark(_) => self.paths.failover_items(),
+                    other => unreachable!("{other:?} creates nothing"),
+                };
+                self.then([Task::Ensure(parent), task]);
+            }
+            (Task::Ensure(_) | Task::SetNecessary | Task::Mark(_), Ok(_))
+            | (Task::Ensure(_) | Task::SetNecessary | Task::Mark(_), Err(ZkError::NodeExists)) => {}
+            (Task::Register, Ok(_)) => {}
+            (Task::Register, Err(ZkError::NodeExists)) => self.then([Task::CheckRegistration]),
+            (Task::CheckRegistration, Ok(Response::Data(_, stat))) => {
+                if Some(SessionId(stat.ephemeral_owner)) != self.session {
+                    self.then([Task::ClearRegistration, Task::Register]);
+                }
+            }
+            (Task::CheckRegistration, Err(ZkError::NoNode)) => self.then([Task::Register]),
+            (Task::ClearRegistration, Ok(_) | Err(ZkError::NoNode)) => {}
+            (Task::WatchInstances, Ok(Response::Children(children, _))) => {
+                let now: BTreeSet<String> = children.into_iter().collect();
+                if let Some(known) = self.known_instances.replace(now.clone()) {
+                    if known != now {
+                        self.enqueue(Task::SetNecessary);
+                    }
+                    for crashed in known.difference(&now) {
+                        for item in 0..self.items {
+                            let crashed = crashed.clone();
+                            self.queue.push_back(Task::ScanOwner { crashed, item });
+                        }
+                    }
+                    if known.difference(&now).next().is_some() {
+                        self.queue.push_back(Task::FailoverIfNecessary);
+                    }
+                }
+            }
+            (Task::ScanOwner { crashed, item }, Ok(Response::Data(data, _))) => {
+                if data == crashed.as_bytes() {
+                    self.then([Task::Mark(item)]);
+                } else {
+                    self.then([Task::ScanFailoverOwner { crashed, item }]);
+                }
+            }
+            (Task::ScanOwner { crashed, item }, Err(ZkError::NoNode)) => {
+                self.then([Task::ScanFailoverOwner { crashed, item }]);
+            }
+            (Task::ScanFailoverOwner { crashed, item }, Ok(Response::Data(data, _))) => {
+                if data == crashed.as_bytes() {
+                    self.then([Task::Mark(item)]);
+                }
+            }
+            (Task::ScanFailoverOwner { .. }, Err(ZkError::NoNode)) => {}
+            (Task::CheckNecessary(cycle), Ok(Response::Exists(None))) => {
+                let reads = (0..self.items).map(|item| Task::ReadOwner(cycle, item));
+                let reads: Vec<Task> = reads.chain([Task::EndCycle]).collect();
+                self.then(reads);
+            }
+            (Task::CheckNecessary(cycle), Ok(Response::Exists(Some(_)))) => {
+                if self.leader {
+                    self.then([Task::ListInstances(cycle)]);
+                } else {
+                    self.wait_and_retry(Task::CheckNecessary(cycle), out);
+                }
+            }
+            (Task::ListInstances(cycle), Ok(Response::Children(children, _))) => {
+                if children.is_empty() {
+                    self.wait_and_retry(Task::CheckNecessary(cycle), out);
+                } else {
+                    let owners = average_allocation(&children, self.items);
+                    let mut tasks = vec![Task::Ensure(self.paths.sharding())];
+                    tasks.extend((0..self.items).map(|item| Task::Ensure(self.paths.item(item))));
+                    tasks.extend((0..self.items).map(Task::ResetItem));
+                    tasks.push(Task::WriteSharding(cycle, owners));
+                    tasks.push(Task::CheckNecessary(cycle));
+                    self.then(tasks);
+                }
+            }
+            (Task::ListInstances(cycle), Err(ZkError::NoNode)) => {
+                self.wait_and_retry(Task::CheckNecessary(cycle), out);
+            }
+            (Task::ResetItem(_), Ok(_) | Err(ZkError::NoNode)) => {}
+            // A concurrent sharding won, or the flag went: CheckNecessary (queued next) decides.
+            (Task::WriteSharding(..), Ok(_) | Err(ZkError::NodeExists | ZkError::NoNode)) => {}
+            (Task::ReadOwner(cycle, item), Ok(Response::Data(data, stat))) => {
+                if data == self.instance.as_bytes() {
+                    let token = stat.czxid;
+                    self.then([Task::ReadTakeOff { cycle, item, token }]);
+                }
+            }
+            (Task::ReadOwner(..), Err(ZkError::NoNode)) => {}
+            (Task::ReadTakeOff { .. }, Ok(Response::Exists(Some(_)))) => {}
+            (Task::ReadTakeOff { cycle, item, token }, Ok(Response::Exists(None))) => {
+                if let Some(done) = self.run_item(item, cycle, Via::Sharding, token) {
+                    report(out, done);
+                }
+            }
+            (Task::ReadClaim { item, cycle, via }, Ok(Response::Data(data, stat))) => {
+                let claim = Claim::decode(&data);
+                if claim.cycle < cycle {
+                    let version = stat.version;
+                    self.then([Task::Claim {
+                        item,
+                        cycle,
+                        via,
+                        version,
+                    }]);
+                } else {
+                    // Claimed already: by us (a lost reply) and not yet run, or by another.
+                    self.after_item(item, via);
+                    let ours = claim.cycle == cycle && claim.instance == self.instance;
+                    if ours && self.executed.get(&item) != Some(&cycle) {
+                        let done = self.execute(item, cycle, stat.mzxid, via);
+                        report(out, done);
+                    }
+                }
+            }
+            (Task::ReadClaim { item, via, .. }, Err(ZkError::NoNode)) => self.after_item(item, via),
+            (
+                Task::Claim {
+                    item, cycle, via, ..
+                },
+                Ok(Response::SetData(stat)),
+            ) => {
+                self.after_item(item, via);
+                let done = self.execute(item, cycle, stat.mzxid, via);
+                report(out, done);
+            }
+            (
+                Task::Claim {
+                    item, cycle, via, ..
+                },
+                Err(ZkError::BadVersion),
+            ) => {
+                self.then([Task::ReadClaim { item, cycle, via }]);
+            }
+            (Task::Claim { item, via, .. }, Err(ZkError::NoNode)) => self.after_item(item, via),
+            (Task::FailoverIfNecessary, Ok(Response::Children(children, _))) => {
+                if !children.is_empty() && self.claim_lock.is_none() && self.session.is_some() {
+                    self.claim_round += 1;
+                    let uuid = format!("{}-failover-{}", self.uuid, self.claim_round);
+                    let dir = self.paths.failover_latch();
+                    let lock =
+                        LatchMachine::new(LatchVariant::Correct, &dir, &self.instance, &uuid);
+                    self.claim_lock = Some(lock);
+                    let session_id = self.session.expect("checked above");
+                    self.feed_claim_lock(
+                        Input::Session(SessionEvent::Connected { session_id }),
+                        out,
+                    );
+                    self.feed_claim_lock(Input::Request(LatchRequest::Start), out);
+                }
+            }
+            (Task::FailoverIfNecessary, Err(ZkError::NoNode)) => {}
+            (Task::ClaimNext, Ok(Response::Children(children, _))) => {
+                let first = children
+                    .iter()
+                    .filter_map(|name| name.parse::<u32>().ok())
+                    .min();
+                match first {
+                    Some(item) => self.then([Task::TakeFailover(item)]),
+                    None => self.then([Task::ReleaseClaimLock]),
+                }
+            }
+            (Task::ClaimNext, Err(ZkError::NoNode)) => self.then([Task::ReleaseClaimLock]),
+            (Task::TakeFailover(item), Ok(Response::Created(created))) => {
+                let cycle = self.cycle;
+                if let Some(done) = self.run_item(item, cycle, Via::Failover, created.stat.czxid) {
+                    report(out, done);
+                }
+                // Unmark first, so that the next claim does not see this item again.
+                self.then([Task::Unmark(item)]);
+            }
+            (Task::TakeFailover(item), Err(ZkError::NodeExists)) => {
+                self.then([Task::CheckFailoverOwner(item)]);
+            }
+            // The item's node is gone (the job was removed): drop the mark.
+            (Task::TakeFailover(item), Err(ZkError::NoNode)) => {
+                self.then([Task::Unmark(item), Task::ClaimNext]);
+            }
+            (Task::CheckFailoverOwner(item), Ok(Response::Data(_, stat))) => {
+                if Some(SessionId(stat.ephemeral_owner)) == self.session {
+                    // Our own take-over, whose reply was lost.
+                    let cycle = self.cycle;
+                    if let Some(done) = self.run_item(item, cycle, Via::Failover, stat.czxid) {
+                        report(out, done);
+                    }
+                    self.then([Task::Unmark(item)]);
+                } else {
+                    // Another instance is running it.
+                    self.then([Task::Unmark(item), Task::ClaimNext]);
+                }
+            }
+            (Task::CheckFailoverOwner(item), Err(ZkError::NoNode)) => {
+                self.then([Task::TakeFailover(item)]);
+            }
+            (Task::Unmark(_) | Task::CompleteFailover(_), Ok(_) | Err(ZkError::NoNode)) => {}
+            (task, other) => unreachable!("elastic-job instance: {task:?} answered {other:?}"),
+        }
+    }
+
+    fn feed_election(&mut self, input: Input<ElectionRequest>, out: &mut Vec<Command<JobReport>>) {
+        let mut commands = Vec::new();
+        self.election.handle(input, &mut commands);
+        for command in commands {
+            out.push(match command {
+                Command::Op { id, request } => Command::Op { id, request },
+                Command::Timer { id, after_ms } => Command::Timer { id, after_ms },
+                Command::Report(ElectionReport::Leader { token }) => {
+                    self.leader = true;
+                    Command::Report(JobReport::Leader { token })
+                }
+                Command::Report(ElectionReport::NotLeader) => {
+                    self.leader = false;
+                    Command::Report(JobReport::NotLeader)
+                }
+                Command::Report(ElectionReport::Follower) => continue,
+            });
+        }
+    }
+
+    fn claim_offset(&self) -> u64 {
+        CLAIM_IDS + (self.claim_round << CLAIM_ROUND_SHIFT)
+    }
+
+    fn feed_claim_lock(&mut self, input: Input<LatchRequest>, out: &mut Vec<Command<JobReport>>) {
+        let Some(lock) = self.claim_lock.as_mut() else {
+            return;
+        };
+        let mut commands = Vec::new();
+        lock.handle(input, &mut commands);
+        let offset = self.claim_offset();
+        for command in commands {
+            match command {
+                Command::Op { id, request } => out.push(Command::Op {
+                    id: id + offset,
+                    request,
+                }),
+                Command::Timer { id, after_ms } => out.push(Command::Timer {
+                    id: id + offset,
+                    after_ms,
+                }),
+                Command::Report(LatchReport::Leader { .. }) => self.enqueue(Task::ClaimNext),
+                Command::Report(LatchReport::Closed | LatchReport::Failed(_)) => {
+                    self.claim_lock = None;
+                    // Items marked while the lock was held or being released are not left
+                    // waiting; the known-bad variant leaves them for the next cycle.
+                    if self.variant != JobVariant::OneItemPerIdle {
+                        self.enqueue(Task::FailoverIfNecessary);
+                    }
+                }
+                Command::Report(LatchReport::NotLeader) => {}
+            }
+        }
+    }
+
+    /// Where an id from a reply or a timer belongs.
+    fn owner_of(&self, id: u64) -> IdOwner {
+        if id >= JOB_IDS {
+            IdOwner::Job
+        } else if id >= CLAIM_IDS {
+            if (id - CLAIM_IDS) >> CLAIM_ROUND_SHIFT == self.claim_round {
+                IdOwner::ClaimLock(id - self.claim_offset())
+            } else {
+                IdOwner::Stale
+            }
+        } else {
+            IdOwner::Election
+        }
+    }
+
+    fn on_session(&mut self, event: SessionEvent, out: &mut Vec<Command<JobReport>>) {
+        self.feed_election(Input::Session(event), out);
+        self.feed_claim_lock(Input::Session(event), out);
+        match event {
+            SessionEvent::Connected { session_id } => {
+                let new_session = self.session != Some(session_id);
+                self.session = Some(session_id);
+                if new_session && self.started {
+                    // Elastic-Job's reconnection: register again, and look at the instances.
+                    self.register();
+                }
+            }
+            SessionEvent::Reconnected { session_id } => self.session = Some(session_id),
+            SessionEvent::Disconnected => {}
+            SessionEvent::Expired | SessionEvent::Closed => {
+                self.session = None;
+                self.queue.clear();
+                self.step = None;
+                self.waiting = None;
+                self.in_cycle = false;
+                self.misfired = false;
+                self.claim_lock = None;
+                self.started &= event == SessionEvent::Expired;
+            }
+        }
+    }
+}
+
+enum IdOwner {
+    Job,
+    ClaimLock(u64),
+    Election,
+    Stale,
+}
+
+impl Machine for JobMachine {
+    type Request = JobRequest;
+    type Report = JobReport;
+
+    fn handle(&mut self, input: Input<JobRequest>, out: &mut Vec<Command<JobReport>>) {
+        match input {
+            Input::Request(JobRequest::Start) => {
+                if !self.started {
+                    self.started = true;
+                    self.register();
+                    self.feed_election(Input::Request(ElectionRequest::Elect), out);
+                }
+            }
+            Input::Request(JobRequest::Trigger { cycle }) => {
+                self.cycle = self.cycle.max(cycle);
+                if !self.started || self.session.is_none() {
+                    // Elastic-Job pauses the scheduler while the registry is unavailable.
+                } else if self.in_cycle {
+                    self.misfired = true;
+                } else {
+                    self.start_cycle();
+                }
+            }
+            Input::Reply { id, result } => match self.owner_of(id) {
+                IdOwner::Job => {
+                    if self
+                        .step
+                        .as_ref()
+                        .is_some_and(|(expected, _)| *expected == id)
+                    {
+                        let (_, task) = self.step.take().expect("checked above");
+                        self.on_reply(task, result, out);
+                    }
+                }
+                IdOwner::ClaimLock(id) => self.feed_claim_lock(Input::Reply { id, result }, out),
+                IdOwner::Election => self.feed_election(Input::Reply { id, result }, out),
+                IdOwner::Stale => {}
+            },
+            Input::Timer(id) => match self.owner_of(id) {
+                IdOwner::Job => {
+                    if self.waiting == Some(id) {
+                        self.waiting = None;
+                    }
+                }
+                IdOwner::ClaimLock(id) => self.feed_claim_lock(Input::Timer(id), out),
+                IdOwner::Election => self.feed_election(Input::Timer(id), out),
+                IdOwner::Stale => {}
+            },
+            Input::Watch(event) => {
+                if event.path.starts_with(&self.paths.election()) {
+                    self.feed_election(Input::Watch(event), out);
+                } else if event.path.starts_with(&self.paths.failover_latch()) {
+                    self.feed_claim_lock(Input::Watch(event), out);
+                } else if event.path == self.paths.instances()
+                    && event.event_type == EventType::NodeChildrenChanged
+                {
+                    self.enqueue(Task::WatchInstances);
+                }
+            }
+            Input::Session(event) => self.on_session(event, out),
+        }
+        self.pump(out);
+    }
+}
+
+/// A job instance as an async API over a running [`JobMachine`].
+pub struct JobInstance {
+    handle: crate::driver::Handle<JobMachine>,
+}
+
+impl JobInstance {
+    /// Starts instance `instance` of `job` over `client`; spawn the returned driver.
+    pub fn start<C: crate::ZkClient + 'static>(
+        client: std::sync::Arc<C>,
+        clock: std::sync::Arc<dyn crate::driver::Clock>,
+        machine: JobMachine,
+    ) -> (
+        JobInstance,
+        impl std::future::Future<Output = JobMachine> + Send,
+    ) {
+        let (handle, driver) = crate::driver::start(client, clock, machine);
+        handle.send(JobRequest::Start);
+        (JobInstance { handle }, driver)
+    }
+
+    /// Fires the cron trigger of `cycle`. False if the driver has stopped.
+    pub fn trigger(&self, cycle: u64) -> bool {
+        self.handle.send(JobRequest::Trigger { cycle })
+    }
+
+    /// The next report, waiting for it; `None` once the driver has stopped.
+    pub async fn next_report(&self) -> Option<JobReport> {
+        self.handle.next_report().await
+    }
+
+    /// A report if one is waiting.
+    pub fn try_report(&self) -> Option<JobReport> {
+        self.handle.try_report()
+    }
+}
