@@ -4,6 +4,10 @@
 //! as their docs say.
 #![cfg(not(madsim))]
 
+mod support;
+
+use support::paused_runtime as runtime;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,14 +20,6 @@ use zkh_recipes::{CreateMode, ZkClient};
 
 const JOB: &str = "/orders-job";
 const ITEMS: u32 = 8;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("runtime")
-}
 
 struct Instance {
     id: String,

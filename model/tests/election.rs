@@ -1,6 +1,10 @@
 //! Elastic-Job's job election over the in-memory client.
 #![cfg(not(madsim))]
 
+mod support;
+
+use support::paused_runtime as runtime;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,14 +12,6 @@ use zkh_model::MemoryEnsemble;
 use zkh_recipes::election::{Election, ElectionReport, ElectionVariant};
 use zkh_recipes::real::TokioClock;
 use zkh_recipes::ZkClient;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("runtime")
-}
 
 async fn leadership(election: &Election) -> Option<i64> {
     loop {

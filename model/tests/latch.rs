@@ -1,20 +1,16 @@
 //! The leader latch over the in-memory client.
 #![cfg(not(madsim))]
 
+mod support;
+
+use support::paused_runtime as runtime;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use zkh_model::MemoryEnsemble;
 use zkh_recipes::latch::{Latch, LatchReport, LatchVariant};
 use zkh_recipes::real::TokioClock;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("runtime")
-}
 
 fn latch(ensemble: &MemoryEnsemble, variant: LatchVariant, name: &str) -> Latch {
     let client = Arc::new(ensemble.connect());

@@ -2,20 +2,16 @@
 //! known-bad variants doing what makes them bad.
 #![cfg(not(madsim))]
 
+mod support;
+
+use support::paused_runtime as runtime;
+
 use std::sync::Arc;
 
 use zkh_model::{InjectedFault, MemoryClient, MemoryEnsemble};
 use zkh_recipes::lock::{Lock, LockError, LockReport, LockVariant};
 use zkh_recipes::real::TokioClock;
 use zkh_recipes::ZkClient;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("runtime")
-}
 
 fn lock(ensemble: &MemoryEnsemble, variant: LockVariant, uuid: &str) -> (Lock, Arc<MemoryClient>) {
     let client = Arc::new(ensemble.connect());

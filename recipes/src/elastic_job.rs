@@ -169,6 +169,21 @@ enum Task {
     ReleaseClaimLock,
 }
 
+/// One sequence of work: a queue of tasks, run one at a time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Lane {
+    queue: VecDeque<Task>,
+    /// The task whose operation is in flight.
+    step: Option<(OpId, Task)>,
+    /// The front task waits for this timer (a retry, or a poll).
+    waiting: Option<TimerId>,
+}
+
+/// The lane of registration, the crash listener and failover.
+const LISTENER: usize = 0;
+/// The lane of the cron's cycles.
+const CYCLE: usize = 1;
+
 /// Ids at or above this are the job's own operations and timers.
 const JOB_IDS: u64 = 1 << 62;
 /// Ids in `[CLAIM_IDS, JOB_IDS)` belong to the failover lock of round `(id - CLAIM_IDS) >> 40`.
@@ -188,11 +203,12 @@ pub struct JobMachine {
     leader: bool,
     session: Option<SessionId>,
     started: bool,
-    queue: VecDeque<Task>,
-    /// The task whose operation is in flight.
-    step: Option<(OpId, Task)>,
-    /// The front task waits for this timer (a retry, or a poll).
-    waiting: Option<TimerId>,
+    /// The listeners' work and the cron's work, which run side by side as Elastic-Job's
+    /// listener threads and job thread do (a cycle blocked on sharding does not hold up the
+    /// crash listener).
+    lanes: [Lane; 2],
+    /// The lane whose reply or timer is being handled: continuations go there.
+    lane: usize,
     /// The newest trigger's cycle.
     cycle: u64,
     /// A cycle is being run.
@@ -223,9 +239,8 @@ impl JobMachine {
             leader: false,
             session: None,
             started: false,
-            queue: VecDeque::new(),
-            step: None,
-            waiting: None,
+            lanes: [Lane::default(), Lane::default()],
+            lane: LISTENER,
             cycle: 0,
             in_cycle: false,
             misfired: false,
@@ -332,18 +347,21 @@ impl JobMachine {
 
     /// Runs queued tasks until one issues an operation or waits for a timer.
     fn pump(&mut self, out: &mut Vec<Command<JobReport>>) {
-        while self.step.is_none() && self.waiting.is_none() {
-            let Some(task) = self.queue.pop_front() else {
-                return;
-            };
-            match self.request(&task) {
-                Some(request) => {
-                    let id = JOB_IDS + self.ids.fresh();
-                    self.step = Some((id, task));
-                    out.push(Command::Op { id, request });
+        for lane in [LISTENER, CYCLE] {
+            self.lane = lane;
+            while self.lanes[lane].step.is_none() && self.lanes[lane].waiting.is_none() {
+                let Some(task) = self.lanes[lane].queue.pop_front() else {
+                    break;
+                };
+                match self.request(&task) {
+                    Some(request) => {
+                        let id = JOB_IDS + self.ids.fresh();
+                        self.lanes[lane].step = Some((id, task));
+                        out.push(Command::Op { id, request });
+                    }
+                    None if task == Task::EndCycle => self.end_cycle(),
+                    None => self.feed_claim_lock(Input::Request(LatchRequest::Close), out),
                 }
-                None if task == Task::EndCycle => self.end_cycle(),
-                None => self.feed_claim_lock(Input::Request(LatchRequest::Close), out),
             }
         }
     }
@@ -351,21 +369,22 @@ impl JobMachine {
     /// Puts `tasks` at the front of the queue, in order.
     fn then(&mut self, tasks: impl IntoIterator<Item = Task, IntoIter: DoubleEndedIterator>) {
         for task in tasks.into_iter().rev() {
-            self.queue.push_front(task);
+            self.lanes[self.lane].queue.push_front(task);
         }
     }
 
-    fn enqueue(&mut self, task: Task) {
-        if !self.queue.contains(&task) {
-            self.queue.push_back(task);
+    /// Puts `task` at the back of `lane`, unless it is queued there already.
+    fn enqueue(&mut self, lane: usize, task: Task) {
+        if !self.lanes[lane].queue.contains(&task) {
+            self.lanes[lane].queue.push_back(task);
         }
     }
 
     /// Puts `task` back at the front, to run again after a pause.
     fn wait_and_retry(&mut self, task: Task, out: &mut Vec<Command<JobReport>>) {
-        self.queue.push_front(task);
+        self.lanes[self.lane].queue.push_front(task);
         let id = JOB_IDS + self.ids.fresh();
-        self.waiting = Some(id);
+        self.lanes[self.lane].waiting = Some(id);
         out.push(Command::Timer {
             id,
             after_ms: RETRY_AFTER_MS,
@@ -374,19 +393,22 @@ impl JobMachine {
 
     fn register(&mut self) {
         for task in [Task::Register, Task::SetNecessary, Task::WatchInstances] {
-            self.enqueue(task);
+            self.enqueue(LISTENER, task);
         }
     }
 
     fn start_cycle(&mut self) {
         self.in_cycle = true;
         self.misfired = false;
-        self.queue.push_back(Task::CheckNecessary(self.cycle));
+        let cycle = self.cycle;
+        self.lanes[CYCLE]
+            .queue
+            .push_back(Task::CheckNecessary(cycle));
     }
 
     fn end_cycle(&mut self) {
         self.in_cycle = false;
-        self.enqueue(Task::FailoverIfNecessary);
+        self.enqueue(LISTENER, Task::FailoverIfNecessary);
         if self.misfired {
             self.start_cycle();
         }
@@ -487,16 +509,18 @@ impl JobMachine {
                 let now: BTreeSet<String> = children.into_iter().collect();
                 if let Some(known) = self.known_instances.replace(now.clone()) {
                     if known != now {
-                        self.enqueue(Task::SetNecessary);
+                        self.enqueue(LISTENER, Task::SetNecessary);
                     }
                     for crashed in known.difference(&now) {
                         for item in 0..self.items {
                             let crashed = crashed.clone();
-                            self.queue.push_back(Task::ScanOwner { crashed, item });
+                            self.lanes[LISTENER]
+                                .queue
+                                .push_back(Task::ScanOwner { crashed, item });
                         }
                     }
                     if known.difference(&now).next().is_some() {
-                        self.queue.push_back(Task::FailoverIfNecessary);
+                        self.enqueue(LISTENER, Task::FailoverIfNecessary);
                     }
                 }
             }
@@ -705,13 +729,15 @@ impl JobMachine {
                     id: id + offset,
                     after_ms,
                 }),
-                Command::Report(LatchReport::Leader { .. }) => self.enqueue(Task::ClaimNext),
+                Command::Report(LatchReport::Leader { .. }) => {
+                    self.enqueue(LISTENER, Task::ClaimNext);
+                }
                 Command::Report(LatchReport::Closed | LatchReport::Failed(_)) => {
                     self.claim_lock = None;
                     // Items marked while the lock was held or being released are not left
                     // waiting; the known-bad variant leaves them for the next cycle.
                     if self.variant != JobVariant::OneItemPerIdle {
-                        self.enqueue(Task::FailoverIfNecessary);
+                        self.enqueue(LISTENER, Task::FailoverIfNecessary);
                     }
                 }
                 Command::Report(LatchReport::NotLeader) => {}
@@ -750,9 +776,7 @@ impl JobMachine {
             SessionEvent::Disconnected => {}
             SessionEvent::Expired | SessionEvent::Closed => {
                 self.session = None;
-                self.queue.clear();
-                self.step = None;
-                self.waiting = None;
+                self.lanes = [Lane::default(), Lane::default()];
                 self.in_cycle = false;
                 self.misfired = false;
                 self.claim_lock = None;
@@ -794,12 +818,13 @@ impl Machine for JobMachine {
             }
             Input::Reply { id, result } => match self.owner_of(id) {
                 IdOwner::Job => {
-                    if self
-                        .step
-                        .as_ref()
-                        .is_some_and(|(expected, _)| *expected == id)
-                    {
-                        let (_, task) = self.step.take().expect("checked above");
+                    let lane = (0..self.lanes.len()).find(|lane| {
+                        let step = self.lanes[*lane].step.as_ref();
+                        step.is_some_and(|(expected, _)| *expected == id)
+                    });
+                    if let Some(lane) = lane {
+                        let (_, task) = self.lanes[lane].step.take().expect("found above");
+                        self.lane = lane;
                         self.on_reply(task, result, out);
                     }
                 }
@@ -809,8 +834,10 @@ impl Machine for JobMachine {
             },
             Input::Timer(id) => match self.owner_of(id) {
                 IdOwner::Job => {
-                    if self.waiting == Some(id) {
-                        self.waiting = None;
+                    for lane in &mut self.lanes {
+                        if lane.waiting == Some(id) {
+                            lane.waiting = None;
+                        }
                     }
                 }
                 IdOwner::ClaimLock(id) => self.feed_claim_lock(Input::Timer(id), out),
@@ -825,7 +852,7 @@ impl Machine for JobMachine {
                 } else if event.path == self.paths.instances()
                     && event.event_type == EventType::NodeChildrenChanged
                 {
-                    self.enqueue(Task::WatchInstances);
+                    self.enqueue(LISTENER, Task::WatchInstances);
                 }
             }
             Input::Session(event) => self.on_session(event, out),

@@ -96,6 +96,10 @@ pub struct ElectionMachine {
     retry: Option<(crate::machine::TimerId, Step)>,
     /// The current session, handed to each round's latch (which checks node ownership).
     session: Option<crate::types::SessionId>,
+    /// A round is due once the last round's latch has deleted its node.
+    elect_when_closed: bool,
+    /// The round's latch is deleting its node.
+    latch_closing: bool,
 }
 
 impl ElectionMachine {
@@ -114,6 +118,8 @@ impl ElectionMachine {
             electing: false,
             retry: None,
             session: None,
+            elect_when_closed: false,
+            latch_closing: false,
         }
     }
 
@@ -160,6 +166,13 @@ impl ElectionMachine {
         match self.variant {
             ElectionVariant::CheckThenWrite => self.issue(Step::Check, out),
             ElectionVariant::Correct => {
+                if self.latch.is_some() {
+                    // The last round's latch is still deleting its node (a guaranteed delete
+                    // that met ConnectionLoss). Starting over now would orphan that node: first
+                    // in line, owned by our live session, with nobody left to delete it.
+                    self.elect_when_closed = true;
+                    return;
+                }
                 self.round += 1;
                 let dir = format!("{}/leader/election/latch", self.job);
                 let uuid = format!("{}-{}", self.uuid, self.round);
@@ -184,6 +197,7 @@ impl ElectionMachine {
         let mut commands = Vec::new();
         latch.handle(input, &mut commands);
         let offset = self.latch_offset();
+        let mut closed = false;
         for command in commands {
             match command {
                 Command::Op { id, request } => out.push(Command::Op {
@@ -195,8 +209,15 @@ impl ElectionMachine {
                     after_ms,
                 }),
                 Command::Report(LatchReport::Leader { .. }) => self.issue(Step::Check, out),
-                Command::Report(LatchReport::Closed | LatchReport::Failed(_)) => self.latch = None,
+                Command::Report(LatchReport::Closed | LatchReport::Failed(_)) => closed = true,
                 Command::Report(LatchReport::NotLeader) => {}
+            }
+        }
+        if closed {
+            self.latch = None;
+            self.latch_closing = false;
+            if std::mem::take(&mut self.elect_when_closed) {
+                self.elect(out);
             }
         }
     }
@@ -218,6 +239,7 @@ impl ElectionMachine {
     /// The callback is done (or not needed): release the latch and watch the leader.
     fn finish_round(&mut self, out: &mut Vec<Command<ElectionReport>>) {
         self.electing = false;
+        self.latch_closing = true;
         self.feed_latch(Input::Request(LatchRequest::Close), out);
         self.issue(Step::Observe, out);
     }
@@ -348,7 +370,16 @@ impl Machine for ElectionMachine {
                     SessionEvent::Connected { .. } | SessionEvent::Reconnected { .. }
                 );
                 self.feed_latch(Input::Session(event), out);
-                if reconnected && !self.electing && self.step.is_none() {
+                if self.latch_closing
+                    && matches!(event, SessionEvent::Expired | SessionEvent::Closed)
+                {
+                    // The closing latch's node went with the session.
+                    self.latch = None;
+                    self.latch_closing = false;
+                }
+                if reconnected && std::mem::take(&mut self.elect_when_closed) {
+                    self.elect(out);
+                } else if reconnected && !self.electing && self.step.is_none() {
                     // Look again: who leads now, and is our watch still there?
                     self.issue(Step::Observe, out);
                 }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use zkh_recipes::elastic_job::{JobInstance, JobMachine, JobReport, JobVariant};
 use zkh_recipes::latch::{Latch, LatchVariant};
 use zkh_recipes::lock::{Lock, LockVariant};
 use zkh_recipes::real::{RealClient, TokioClock};
@@ -101,4 +102,69 @@ async fn a_latch_fails_over_when_its_leader_closes() {
         "the new leader's token is newer: {second} > {first}"
     );
     println!("real latch: leadership moved from p0 (token {first}) to p1 (token {second})");
+}
+
+/// Waits (at most 20 s) for `job` to report running `item` of `cycle`; returns whether it ran
+/// as a failover.
+async fn executed(job: &JobInstance, item: u32, cycle: u64) -> bool {
+    let wait = async {
+        loop {
+            match job.next_report().await.expect("the instance runs") {
+                JobReport::Executed {
+                    item: i,
+                    cycle: c,
+                    failover,
+                    ..
+                } if (i, c) == (item, cycle) => return failover,
+                _ => {}
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("item {item} of cycle {cycle} ran within 20 s"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_elastic_job_item_fails_over_when_its_instance_closes() {
+    let Some(connect) = server() else { return };
+    let job_root = format!("/zkh-real-job-{}", std::process::id());
+    let start = |client: Arc<RealClient>, id: &str| {
+        let machine = JobMachine::new(JobVariant::Correct, &job_root, id, id, 2);
+        JobInstance::start(client, Arc::new(TokioClock), machine)
+    };
+    let a_client = Arc::new(
+        RealClient::connect(&connect, 10_000)
+            .await
+            .expect("connect"),
+    );
+    let (a, a_driver) = start(Arc::clone(&a_client), "a");
+    let a_driver = tokio::spawn(a_driver);
+    let b_client = Arc::new(
+        RealClient::connect(&connect, 10_000)
+            .await
+            .expect("connect"),
+    );
+    let (b, b_driver) = start(b_client, "b");
+    tokio::spawn(b_driver);
+    // Both registered: the first cycle is sharded over both (a: item 0, b: item 1).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    a.trigger(1);
+    b.trigger(1);
+    assert!(!executed(&a, 0, 1).await, "a runs its own item 0");
+    assert!(!executed(&b, 1, 1).await, "b runs its own item 1");
+    // Cycle 2 fires on b; a closes before it runs its item.
+    b.trigger(2);
+    assert!(!executed(&b, 1, 2).await);
+    drop(a);
+    a_driver.await.expect("a's driver ends with its handle");
+    let a_client = Arc::try_unwrap(a_client)
+        .ok()
+        .expect("the driver released the client");
+    a_client.close(5000).await.expect("a's session closes");
+    assert!(
+        executed(&b, 0, 2).await,
+        "b runs a's item 0 of cycle 2 as a failover"
+    );
+    println!("real elastic-job: item 0 of cycle 2 failed over from a to b after a closed");
 }

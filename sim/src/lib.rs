@@ -14,6 +14,9 @@
 //! - `cluster`: `Cluster`, which starts an ensemble and client processes, injects faults and
 //!   heals them; `run::run_seed` runs a scenario for one seed on a fresh thread.
 //!
+//! - `workload` and `sharded`: the recipes' workloads (stock under the lock, a leader's job, an
+//!   Elastic-Job sharded job), judged by the named properties.
+//!
 //! This crate exists only in the simulated build (`RUSTFLAGS="--cfg madsim"`); in the normal
 //! build it holds only the build-independent parts (`fault`, `seed`).
 
@@ -35,6 +38,8 @@ pub mod seed;
 pub use fault::OpKind;
 #[cfg(madsim)]
 pub mod server;
+#[cfg(madsim)]
+pub mod sharded;
 #[cfg(madsim)]
 pub mod standard;
 #[cfg(madsim)]

@@ -445,6 +445,12 @@ impl Server {
                 }
             }
             Message::Ping { session } => {
+                // A ping on a connection this server does not know (it restarted since, or the
+                // session moved away) meets what a TCP reset tells a real client.
+                if self.connected.get(&session) != Some(&(client, conn)) {
+                    self.send_client(client, conn, Message::Disconnect);
+                    return;
+                }
                 self.touch(session, now);
                 self.send_client(client, conn, Message::Pong);
             }

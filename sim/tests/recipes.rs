@@ -1,10 +1,12 @@
-//! The recipes on the simulated ensemble: the correct ones hold every property over many seeds
+//! The recipes on the simulated ensemble (the lock, the latch, the job election, the sharded
+//! Elastic-Job job): the correct ones hold every property over many seeds
 //! with random faults, and each known-bad variant is caught within a stated number of seeds.
 #![cfg(madsim)]
 
 use std::collections::BTreeSet;
 
 use zkh_model::properties::Class;
+use zkh_recipes::elastic_job::JobVariant;
 use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::fencing::Fencing;
 use zkh_recipes::latch::LatchVariant;
@@ -13,6 +15,7 @@ use zkh_sim::fault::{
     Fault, FaultPlan, OpKind, RandomFaults, ScriptedFault, Trigger, TriggeredFault,
 };
 use zkh_sim::run::run_seed;
+use zkh_sim::sharded::{sharded_job, ShardedConfig};
 use zkh_sim::standard::harsh_plan;
 
 /// The harsh plan with pauses longer than the session timeout, so that a stale holder wakes up
@@ -315,4 +318,80 @@ fn check_then_write_is_caught_by_single_acting_master_within_two_seeds() {
             outcome.violation()
         );
     }
+}
+
+#[test]
+fn the_correct_sharded_job_holds_every_property() {
+    sweep("sharded job", |seed| {
+        run_seed(seed, 600, |s| {
+            sharded_job(
+                s,
+                JobVariant::Correct,
+                ShardedConfig::default(),
+                harsh_plan(),
+            )
+        })
+    });
+}
+
+/// Client 0 (`client0`, which owns items 0, 1 and 6 of 8) crashes at `crash_at_ms`; the crash
+/// is the only fault, and every cycle from the second on is judged.
+fn crash_run(variant: JobVariant, seed: u64, crash_at_ms: u64) -> WorkloadOutcome {
+    let plan = FaultPlan {
+        scripted: vec![ScriptedFault {
+            at_ms: crash_at_ms,
+            fault: Fault::CrashClient { client: 0 },
+        }],
+        ..FaultPlan::default()
+    };
+    let config = ShardedConfig {
+        judged_from_ms: Some(15_000),
+        fault_phase_ms: 40_000,
+        ..ShardedConfig::default()
+    };
+    run_seed(seed, 600, move |s| sharded_job(s, variant, config, plan))
+}
+
+/// The first seed below `within` where `variant` violates `property` with the crash at
+/// `crash_at_ms`; the correct recipe holds everything on those seeds.
+fn caught_in_crash(variant: JobVariant, property: &str, crash_at_ms: u64, within: u64) -> u64 {
+    for seed in 0..within {
+        let correct = crash_run(JobVariant::Correct, seed, crash_at_ms);
+        assert!(
+            correct.violation().is_none(),
+            "correct recipe, seed {seed}: {:?}",
+            correct.violation()
+        );
+        if !crash_run(variant, seed, crash_at_ms)
+            .finding(property)
+            .holds
+        {
+            return seed;
+        }
+    }
+    panic!("{variant:?}: {property} not violated within {within} seeds");
+}
+
+#[test]
+fn one_item_per_idle_is_caught_by_no_shard_lost_on_the_first_seed() {
+    // The crash comes 1 s before cycle 3 fires: client 0's items of cycle 3 must fail over.
+    let seed = caught_in_crash(JobVariant::OneItemPerIdle, "no shard lost", 29_000, 1);
+    assert_eq!(seed, 0);
+    let correct = crash_run(JobVariant::Correct, 0, 29_000);
+    assert!(
+        correct.finding("an item failed over").holds,
+        "the correct recipe saved the crash's cycle by failover"
+    );
+}
+
+#[test]
+fn no_cycle_claim_is_caught_by_no_shard_executed_twice_on_the_first_seed() {
+    // The crash comes 1 s after cycle 3 ran: the failover must not run client 0's items again.
+    let seed = caught_in_crash(
+        JobVariant::NoCycleClaim,
+        "no shard executed twice",
+        31_000,
+        1,
+    );
+    assert_eq!(seed, 0);
 }

@@ -1,0 +1,184 @@
+//! The Elastic-Job workload: a sharded job with `items` items per cron cycle across the client
+//! processes, each an Elastic-Job instance ([`JobMachine`]), judged by "no shard executed
+//! twice" and "no shard lost".
+//!
+//! Every instance's cron fires cycle `k` at `k * cycle_interval_ms` after the instances
+//! started, all at the same simulated time, as a cron expression does on synchronised clocks.
+//! Each run of an item is recorded as a `HistoryEvent::Execution` with its claim's zxid; each
+//! leadership change as a `Role`.
+//!
+//! Which cycles "no shard lost" judges: by default those whose trigger comes at least
+//! `settle_ms` after the heal (a session that the faults doomed has expired by then, and the
+//! leader has sharded again), up to the last cycle that had half an interval to run. A scenario
+//! whose only fault is a crash, which the heal does not undo, can judge from an earlier cycle
+//! ([`ShardedConfig::judged_from_ms`]): the failover must then save the crash's own cycle.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use zkh_model::properties::{self, sometimes};
+use zkh_model::{History, HistoryEvent};
+use zkh_recipes::elastic_job::{JobInstance, JobMachine, JobReport, JobVariant};
+
+use crate::clock::SimClock;
+use crate::cluster::{Cluster, ClusterConfig};
+use crate::fault::FaultPlan;
+use crate::net::Net;
+use crate::workload::WorkloadOutcome;
+
+/// The job's root path.
+pub const JOB: &str = "/orders-job";
+
+/// The shape of one sharded-job run.
+#[derive(Clone, Debug)]
+pub struct ShardedConfig {
+    /// Instances (client processes).
+    pub clients: u32,
+    /// Their session timeout.
+    pub session_timeout_ms: u64,
+    /// Items per cycle.
+    pub items: u32,
+    /// The cron period.
+    pub cycle_interval_ms: u64,
+    /// The fault phase's length.
+    pub fault_phase_ms: u64,
+    /// The liveness phase's length, after the heal.
+    pub liveness_ms: u64,
+    /// How long after the heal the judged cycles start (when `judged_from_ms` is `None`).
+    pub settle_ms: u64,
+    /// Judge cycles from this time after the instances started, instead of from the heal.
+    pub judged_from_ms: Option<u64>,
+}
+
+impl Default for ShardedConfig {
+    fn default() -> Self {
+        ShardedConfig {
+            clients: 3,
+            session_timeout_ms: 4000,
+            items: 8,
+            cycle_interval_ms: 10_000,
+            fault_phase_ms: 20_000,
+            liveness_ms: 40_000,
+            settle_ms: 10_000,
+            judged_from_ms: None,
+        }
+    }
+}
+
+fn record(history: &Arc<Mutex<History>>, net: &Net, event: HistoryEvent) {
+    history
+        .lock()
+        .expect("history mutex")
+        .push(net.now_us(), event);
+}
+
+/// Records `client`'s reports until its driver stops.
+async fn record_reports(
+    client: u32,
+    job: Arc<JobInstance>,
+    history: Arc<Mutex<History>>,
+    net: Arc<Net>,
+) {
+    while let Some(report) = job.next_report().await {
+        let event = match report {
+            JobReport::Leader { token } => HistoryEvent::Role {
+                client,
+                role: "leader".into(),
+                token: Some(token),
+            },
+            JobReport::NotLeader => HistoryEvent::Role {
+                client,
+                role: "none".into(),
+                token: None,
+            },
+            JobReport::Executed {
+                item,
+                cycle,
+                token,
+                failover,
+            } => HistoryEvent::Execution {
+                client,
+                job: JOB.into(),
+                item,
+                cycle,
+                token,
+                failover,
+            },
+        };
+        record(&history, &net, event);
+    }
+}
+
+/// Fires the cron triggers of `job`: cycle `k` at `origin_us + k * interval`.
+async fn cron(job: Arc<JobInstance>, net: Arc<Net>, origin_us: u64, interval_ms: u64) {
+    // Bounded: far more cycles than a run has time for.
+    for cycle in 1..100_000u64 {
+        let at_us = origin_us + cycle * interval_ms * 1000;
+        let wait_us = at_us.saturating_sub(net.now_us());
+        madsim::time::sleep(Duration::from_micros(wait_us)).await;
+        if !job.trigger(cycle) {
+            return;
+        }
+    }
+}
+
+/// Runs the sharded job with `variant` for `seed` under `plan`.
+pub async fn sharded_job(
+    seed: u64,
+    variant: JobVariant,
+    config: ShardedConfig,
+    plan: FaultPlan,
+) -> WorkloadOutcome {
+    let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+    let mut jobs = Vec::new();
+    for id in 0..config.clients {
+        let client = Arc::new(
+            cluster
+                .add_client(id, config.session_timeout_ms, true)
+                .await
+                .expect("a client connects"),
+        );
+        let instance = format!("client{id}");
+        let uuid = format!("{instance}-{seed:x}");
+        let machine = JobMachine::new(variant, JOB, &instance, &uuid, config.items);
+        let (job, driver) = JobInstance::start(client, Arc::new(SimClock), machine);
+        cluster.spawn_on_client(id, driver);
+        let job = Arc::new(job);
+        let (history, net) = (cluster.history_handle(), Arc::clone(cluster.net()));
+        cluster.spawn_on_client(id, record_reports(id, Arc::clone(&job), history, net));
+        jobs.push(job);
+    }
+    let origin_us = cluster.net().now_us();
+    for (id, job) in (0..).zip(jobs) {
+        let net = Arc::clone(cluster.net());
+        cluster.spawn_on_client(id, cron(job, net, origin_us, config.cycle_interval_ms));
+    }
+    cluster.run_faults(&plan, config.fault_phase_ms).await;
+    cluster.heal();
+    let healed_us = cluster.net().now_us();
+    madsim::time::sleep(Duration::from_millis(config.liveness_ms)).await;
+    let end_us = cluster.net().now_us();
+    let history = cluster.history();
+
+    let interval_us = config.cycle_interval_ms * 1000;
+    let judged_from_us = match config.judged_from_ms {
+        Some(ms) => origin_us + ms * 1000,
+        None => healed_us + config.settle_ms * 1000,
+    };
+    let first = (judged_from_us - origin_us).div_ceil(interval_us).max(1);
+    let last = (end_us - origin_us - interval_us / 2) / interval_us;
+    let findings = vec![
+        properties::no_shard_executed_twice(&history, JOB),
+        properties::no_shard_lost(&history, JOB, config.items, first..=last),
+        properties::leader_elected(
+            &history,
+            &["leader"],
+            healed_us,
+            config.liveness_ms * 1000 / 2,
+        ),
+        sometimes::item_failed_over(&history, JOB),
+        sometimes::role_changed_hands_after_a_loss(&history, &["leader"]),
+        sometimes::reply_lost(&history),
+    ];
+    WorkloadOutcome { history, findings }
+}
