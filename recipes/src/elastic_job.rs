@@ -896,3 +896,174 @@ impl JobInstance {
         self.handle.try_report()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops(out: &[Command<JobReport>]) -> Vec<(OpId, Request)> {
+        out.iter()
+            .filter_map(|command| match command {
+                Command::Op { id, request } => Some((*id, request.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn job_op(out: &[Command<JobReport>]) -> (OpId, Request) {
+        ops(out)
+            .into_iter()
+            .find(|(id, _)| *id >= JOB_IDS)
+            .expect("a job operation")
+    }
+
+    fn started() -> (JobMachine, Vec<Command<JobReport>>) {
+        let mut machine = JobMachine::new(JobVariant::Correct, "/job", "a", "u", 2);
+        let mut out = Vec::new();
+        let session_id = SessionId(7);
+        machine.handle(
+            Input::Session(SessionEvent::Connected { session_id }),
+            &mut out,
+        );
+        out.clear();
+        machine.handle(Input::Request(JobRequest::Start), &mut out);
+        (machine, out)
+    }
+
+    #[test]
+    fn start_registers_the_instance_node_and_elects() {
+        let (_, out) = started();
+        let (_, request) = job_op(&out);
+        assert_eq!(
+            request,
+            Request::Create {
+                path: "/job/instances/a".into(),
+                data: Vec::new(),
+                mode: CreateMode::Ephemeral,
+            }
+        );
+        assert!(
+            ops(&out).iter().any(|(id, _)| *id < CLAIM_IDS),
+            "the election starts too"
+        );
+    }
+
+    #[test]
+    fn connection_loss_retries_the_same_operation_after_a_pause() {
+        let (mut machine, out) = started();
+        let (id, request) = job_op(&out);
+        let mut out = Vec::new();
+        let lost = Err(ZkError::ConnectionLoss);
+        machine.handle(Input::Reply { id, result: lost }, &mut out);
+        let timer = out.iter().find_map(|command| match command {
+            Command::Timer { id, after_ms } if *id >= JOB_IDS => Some((*id, *after_ms)),
+            _ => None,
+        });
+        let (timer, after_ms) = timer.expect("a retry timer");
+        assert_eq!(after_ms, RETRY_AFTER_MS);
+        assert!(
+            ops(&out).iter().all(|(id, _)| *id < JOB_IDS),
+            "nothing until the timer"
+        );
+        out.clear();
+        machine.handle(Input::Timer(timer), &mut out);
+        assert_eq!(job_op(&out).1, request, "the same create again");
+    }
+
+    #[test]
+    fn a_registration_left_by_an_older_session_is_replaced() {
+        let (mut machine, out) = started();
+        let (id, _) = job_op(&out);
+        let mut out = Vec::new();
+        let exists = Err(ZkError::NodeExists);
+        machine.handle(Input::Reply { id, result: exists }, &mut out);
+        let (id, request) = job_op(&out);
+        assert!(matches!(request, Request::GetData { .. }));
+        let stale = crate::types::Stat {
+            ephemeral_owner: 3,
+            ..Default::default()
+        };
+        out.clear();
+        let data = Ok(Response::Data(Vec::new(), stale));
+        machine.handle(Input::Reply { id, result: data }, &mut out);
+        assert_eq!(
+            job_op(&out).1,
+            Request::Delete {
+                path: "/job/instances/a".into(),
+                version: -1
+            }
+        );
+    }
+
+    #[test]
+    fn expiry_drops_the_work_and_a_new_session_registers_again() {
+        let (mut machine, _) = started();
+        let mut out = Vec::new();
+        machine.handle(Input::Session(SessionEvent::Expired), &mut out);
+        out.clear();
+        machine.handle(Input::Request(JobRequest::Trigger { cycle: 1 }), &mut out);
+        assert!(
+            ops(&out).iter().all(|(id, _)| *id < JOB_IDS),
+            "no cycle runs without a session"
+        );
+        let session_id = SessionId(8);
+        machine.handle(
+            Input::Session(SessionEvent::Connected { session_id }),
+            &mut out,
+        );
+        assert_eq!(
+            job_op(&out).1,
+            Request::Create {
+                path: "/job/instances/a".into(),
+                data: Vec::new(),
+                mode: CreateMode::Ephemeral,
+            }
+        );
+    }
+
+    #[test]
+    fn a_claim_that_lost_the_race_reads_again_and_skips_the_item() {
+        let mut machine = JobMachine::new(JobVariant::Correct, "/job", "a", "u", 1);
+        machine.session = Some(SessionId(7));
+        machine.started = true;
+        machine.cycle = 4;
+        machine.lanes[CYCLE].queue.push_back(Task::Claim {
+            item: 0,
+            cycle: 4,
+            via: Via::Sharding,
+            version: 2,
+        });
+        let mut out = Vec::new();
+        machine.pump(&mut out);
+        let (id, request) = job_op(&out);
+        assert!(matches!(request, Request::SetData { version: 2, .. }));
+        out.clear();
+        machine.handle(
+            Input::Reply {
+                id,
+                result: Err(ZkError::BadVersion),
+            },
+            &mut out,
+        );
+        let (id, request) = job_op(&out);
+        assert_eq!(
+            request,
+            Request::GetData {
+                path: "/job/sharding/0".into(),
+                watch: false
+            }
+        );
+        out.clear();
+        let theirs = Claim {
+            cycle: 4,
+            instance: "b".into(),
+        };
+        let data = Ok(Response::Data(theirs.encode(), Default::default()));
+        machine.handle(Input::Reply { id, result: data }, &mut out);
+        assert!(
+            !out.iter()
+                .any(|c| matches!(c, Command::Report(JobReport::Executed { .. }))),
+            "b claimed cycle 4 of item 0: a does not run it"
+        );
+    }
+}
