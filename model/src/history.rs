@@ -134,7 +134,7 @@ pub struct HistoryEntry {
 }
 
 /// The append-only history of one run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct History {
     entries: Vec<HistoryEntry>,
 }

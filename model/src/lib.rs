@@ -11,6 +11,7 @@
 //! Every behaviour here is checked against a real ZooKeeper 3.8 server by the differential test
 //! (`model/tests/differential.rs`); `../shared/zk-facts.md` lists the facts it rests on.
 
+pub mod check;
 pub mod history;
 pub mod memory;
 pub mod properties;

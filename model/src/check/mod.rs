@@ -1,0 +1,808 @@
+//! Exhaustive checking with stateright of the recipes' own state machines.
+//!
+//! # The model
+//!
+//! A state is the pure ZooKeeper model ([`ZkModel`]) and N clients. Each client holds:
+//!
+//! - its recipe's state machine, the very struct the async driver runs (no recipe logic is
+//!   written again here);
+//! - its application ([`Workload::App`]): what it asks of the recipe and what it does with the
+//!   answers (acquire, sell, release; act while leading);
+//! - its *outbox*: the operations the machine issued that the server has not applied yet, in
+//!   order (one connection, FIFO);
+//! - its *inbox*: replies, watch events and session events the server sent that the client has
+//!   not processed yet, in order;
+//! - its pending timers, and its session.
+//!
+//! and a history of what happened, judged by the named properties of
+//! [`properties`](crate::properties), the same functions the simulator uses. The history's
+//! clock is its own length: one tick per event.
+//!
+//! # Actions
+//!
+//! - `Serve(c)`: the server applies client `c`'s next operation; the reply goes to `c`'s inbox
+//!   and fired watches to their sessions' inboxes.
+//! - `Deliver(c)`: client `c` processes the head of its inbox.
+//! - `Timer(c, id)`: a pending timer of `c` fires (there is no time: any timer may fire at any
+//!   point, which covers every schedule of delays).
+//! - `Act(c)`: the application acts on what it believes (sells under the lock, acts as leader),
+//!   only when it is *caught up*: its inbox and outbox are empty. A client acting on news still
+//!   in flight is the fencing problem, which the simulator covers with a fenced resource; what is
+//!   checked here is belief that stays wrong after everything has arrived.
+//! - Faults, each within its budget ([`FaultBudget`]): `DropRequest(c)` (ConnectionLoss, not
+//!   applied), `DropReply(c)` (a write applied, then ConnectionLoss; a lost read reply is no
+//!   different from a lost request), `Expire(c)` (the server expires the
+//!   session now; the client learns of it when it reaches its inbox), `ClientExpire(c)` (what
+//!   Curator's `KillSession` does: the client is told its session expired and opens another,
+//!   while the server keeps the old one until a later `ServerExpireOld`), `LeaderChange` (every
+//!   client's connection breaks at once; the in-flight operations fail unapplied; sessions
+//!   survive).
+//!
+//! A "paused" client needs no action of its own: every interleaving already includes every
+//! client standing still while the others move. Expiries are not injected into clients whose
+//! application is finished, and the recipe's directory exists from the start.
+//!
+//! # Properties
+//!
+//! Each workload names its `always` properties, each paired with `sometimes` checks so that a
+//! pass cannot be empty, and "leader elected" as `eventually`: after the last fault someone
+//! takes the role (stateright checks `eventually` on every maximal path; the state graph here is
+//! acyclic, because the history only grows).
+//!
+//! # Not modelled
+//!
+//! Read lag on followers (one server), reconnection to another server, container reaping, and
+//! time itself (timeouts are timers that may fire at any point).
+
+mod run;
+mod shared;
+mod workloads;
+
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use stateright::{Expectation, Model, Property};
+use zkh_recipes::machine::{Command, Input, Machine, OpId, TimerId};
+use zkh_recipes::{Request, SessionEvent, SessionId, WatchedEvent, ZkError};
+
+use crate::history::{History, HistoryEvent};
+use crate::properties::Finding;
+use crate::request::Notification;
+use crate::zookeeper::ZkModel;
+
+pub use run::{check, Verdict, Violation};
+pub use shared::{Shared, SharedMut};
+pub use workloads::{LatchWorkload, LockWorkload, LATCH_DIR, LOCK_DIR, RESOURCE};
+
+/// How many faults of each kind a check may inject.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FaultBudget {
+    /// Requests lost before the server applies them.
+    pub drop_request: u8,
+    /// Replies lost after the server applied the request.
+    pub drop_reply: u8,
+    /// Server-side session expiries.
+    pub expire: u8,
+    /// Client-side expiries (`KillSession`).
+    pub client_expire: u8,
+    /// Disconnections of every client at once.
+    pub leader_change: u8,
+}
+
+impl FaultBudget {
+    /// The standard budget: one dropped reply and one session expiry.
+    pub const STANDARD: FaultBudget = FaultBudget {
+        drop_request: 0,
+        drop_reply: 1,
+        expire: 1,
+        client_expire: 0,
+        leader_change: 0,
+    };
+
+    /// Parses `drop-reply=1,expire=1` (names: `drop-request`, `drop-reply`, `expire`,
+    /// `client-expire`, `leader-change`; `none` for no faults).
+    pub fn parse(spec: &str) -> Result<FaultBudget, String> {
+        let mut budget = FaultBudget::default();
+        if spec.trim() == "none" {
+            return Ok(budget);
+        }
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, count) = part
+                .split_once('=')
+                .ok_or_else(|| format!("fault budget {part:?}: expected NAME=COUNT"))?;
+            let count: u8 = count.trim().parse().map_err(|_| {
+                format!("fault budget {part:?}: the count must be a number from 0 to 255")
+            })?;
+            let slot = match name.trim() {
+                "drop-request" => &mut budget.drop_request,
+                "drop-reply" => &mut budget.drop_reply,
+                "expire" => &mut budget.expire,
+                "client-expire" => &mut budget.client_expire,
+                "leader-change" => &mut budget.leader_change,
+                other => {
+                    return Err(format!(
+                        "fault budget: unknown fault {other:?} (known: drop-request, drop-reply, \
+                         expire, client-expire, leader-change)"
+                    ))
+                }
+            };
+            *slot = count;
+        }
+        Ok(budget)
+    }
+}
+
+/// A recipe with the application that exercises it, as the checker runs it.
+pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static {
+    /// The recipe's machine.
+    type Machine: Machine<Request = Self::Request, Report = Self::Report> + Sync;
+    /// The machine's requests.
+    type Request: Clone + Debug + Send + 'static;
+    /// The machine's reports.
+    type Report: Clone + Debug + PartialEq + Send + 'static;
+    /// A client's application state.
+    type App: Clone + Debug + PartialEq + Eq + Hash + Send + Sync;
+
+    /// The recipe's directory (where waiters queue).
+    fn dir(&self) -> &str;
+    /// Client `index`'s machine and application, and the requests it starts with.
+    fn client(&self, index: usize) -> (Self::Machine, Self::App, Vec<Self::Request>);
+    /// The application's reaction to a report: history events, and requests to the machine.
+    fn on_report(
+        &self,
+        app: &mut Self::App,
+        report: Self::Report,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Vec<Self::Request>;
+    /// An action of a caught-up application, if it has one to take now.
+    fn act(
+        &self,
+        app: &mut Self::App,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Option<Vec<Self::Request>>;
+    /// Whether the application has an action to take.
+    fn can_act(&self, app: &Self::App) -> bool;
+    /// Whether the application is done with the recipe: a session expiry can change nothing
+    /// it does any more, so the checker does not inject one.
+    fn finished(&self, app: &Self::App) -> bool;
+    /// The properties, each judged on the state's history (at most [`MAX_JUDGES`]).
+    fn judges() -> Vec<Judge<Self>>;
+}
+
+/// The most properties a workload may name.
+pub const MAX_JUDGES: usize = 8;
+
+/// One named property of a workload: its class, and its verdict on a state's history.
+pub struct Judge<W: Workload> {
+    /// The property's name.
+    pub name: &'static str,
+    /// Its class.
+    pub expectation: Expectation,
+    /// Its finding on `history`, the history of `state` (for `sometimes`: whether it
+    /// happened).
+    pub finding: fn(&History, &State<W>) -> Finding,
+}
+
+/// Something a client has yet to process.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Inbound {
+    /// The reply to operation `id`.
+    Reply(OpId, Result<zkh_recipes::Response, ZkError>),
+    /// A watch event, with the zxid that fired it (the history keeps it; the client gets none).
+    Watch(WatchedEvent),
+    /// A session event.
+    Session(SessionEvent),
+}
+
+/// One client of the model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client<W: Workload> {
+    /// The recipe.
+    pub machine: W::Machine,
+    /// The application.
+    pub app: W::App,
+    /// The session it uses.
+    pub session: SessionId,
+    /// Issued operations the server has not applied, in order, each with the session it was
+    /// issued in (a handle's operations fail once its session is gone).
+    pub outbox: VecDeque<(OpId, SessionId, Request)>,
+    /// What the server sent that the client has not processed, in order.
+    pub inbox: VecDeque<Inbound>,
+    /// Pending timers.
+    pub timers: BTreeSet<TimerId>,
+    /// The session is dead for this client (the server expired it, or the client was told it
+    /// expired): its operations fail with `SessionExpired` and its events are not delivered,
+    /// until the client has processed `Expired` and opened a new session.
+    pub expired_at_server: bool,
+}
+
+/// A state of the model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State<W: Workload> {
+    /// The server's data.
+    pub zk: Shared<ZkModel>,
+    /// The clients.
+    pub clients: Vec<Shared<Client<W>>>,
+    /// Sessions a client gave up (client-side expiry) that the server still keeps.
+    pub abandoned: BTreeSet<SessionId>,
+    /// Faults still allowed.
+    pub budget: FaultBudget,
+    /// What happened where the order between clients matters: roles, side effects, faults,
+    /// losses of connection or session.
+    pub shared: Shared<Vec<Arc<HistoryEvent>>>,
+    /// What happened to each client that only its own order matters for: its requests under
+    /// the recipe's directory, the watch events it got there, its session's end. Kept apart so
+    /// that interleavings which differ only in these do not make distinct states.
+    pub logs: Vec<Shared<Vec<Arc<HistoryEvent>>>>,
+    /// The shared history's length at the last fault (0 if none).
+    pub last_fault_at: u64,
+    /// The verdicts of the workload's judges on this state's history, one bit each (a cache:
+    /// they are computed once per state whose history changed, and are a function of it).
+    pub verdicts: u8,
+}
+
+impl<W: Workload> State<W> {
+    /// The history the properties judge: the shared events, then each client's own, one tick
+    /// per event.
+    pub fn history(&self) -> History {
+        let mut history = History::new();
+        let events = self
+            .shared
+            .iter()
+            .chain(self.logs.iter().flat_map(|log| log.iter()));
+        for (at, event) in events.enumerate() {
+            history.push(at as u64, HistoryEvent::clone(event));
+        }
+        history
+    }
+
+    /// Client `c`, to change (states share what they do not change: cloning one is cheap).
+    fn client_mut(&mut self, c: usize) -> SharedMut<'_, Client<W>> {
+        self.clients[c].to_mut()
+    }
+
+    /// The server's data, to change.
+    fn zk_mut(&mut self) -> SharedMut<'_, ZkModel> {
+        self.zk.to_mut()
+    }
+
+    /// The findings of the workload's properties on this state.
+    pub fn findings(&self) -> Vec<Finding> {
+        let history = self.history();
+        W::judges()
+            .iter()
+            .map(|judge| (judge.finding)(&history, self))
+            .collect()
+    }
+
+    fn history_len(&self) -> usize {
+        self.shared.len() + self.logs.iter().map(|log| log.len()).sum::<usize>()
+    }
+
+    fn judge(&mut self) {
+        let history = self.history();
+        self.verdicts = 0;
+        for (index, judge) in W::judges().iter().enumerate() {
+            if (judge.finding)(&history, self).holds {
+                self.verdicts |= 1 << index;
+            }
+        }
+    }
+}
+
+/// An action of the model (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Action {
+    /// The server applies client `c`'s next operation.
+    Serve(usize),
+    /// Client `c` processes the head of its inbox.
+    Deliver(usize),
+    /// Client `c`'s timer fires.
+    Timer(usize, TimerId),
+    /// Client `c`'s application acts.
+    Act(usize),
+    /// Client `c`'s next request is lost.
+    DropRequest(usize),
+    /// The reply to client `c`'s next request is lost.
+    DropReply(usize),
+    /// The server expires client `c`'s session.
+    Expire(usize),
+    /// Client `c` is told its session expired; the server keeps it.
+    ClientExpire(usize),
+    /// The server expires a session its client abandoned.
+    ServerExpireOld(SessionId),
+    /// Every client's connection breaks.
+    LeaderChange,
+}
+
+impl Action {
+    /// Whether the action is a fault.
+    pub fn is_fault(&self) -> bool {
+        !matches!(
+            self,
+            Action::Serve(_) | Action::Deliver(_) | Action::Timer(..) | Action::Act(_)
+        )
+    }
+}
+
+/// The stateright model of `clients` clients running workload `workload`.
+#[derive(Clone, Debug)]
+pub struct RecipeModel<W: Workload> {
+    /// The workload.
+    pub workload: W,
+    /// Clients.
+    pub clients: usize,
+    /// The fault budget.
+    pub budget: FaultBudget,
+}
+
+impl<W: Workload> RecipeModel<W> {
+    /// `action` taken in `state`, in words (for counterexamples).
+    pub fn describe(&self, state: &State<W>, action: &Action) -> String {
+        let next_op = |c: usize| {
+            state.clients[c].outbox.front().map_or_else(
+                || "nothing".to_owned(),
+                |(id, _, request)| format!("#{id} {request:?}"),
+            )
+        };
+        match action {
+            Action::Serve(c) => format!("the server applies client {c}'s {}", next_op(*c)),
+            Action::Deliver(c) => match state.clients[*c].inbox.front() {
+                Some(Inbound::Reply(id, result)) => {
+                    format!("client {c} gets the reply to #{id}: {result:?}")
+                }
+                Some(Inbound::Watch(event)) => format!(
+                    "client {c} gets a watch event: {:?} {}",
+                    event.event_type, event.path
+                ),
+                Some(Inbound::Session(event)) => format!("client {c} gets {event:?}"),
+                None => format!("client {c} has nothing to process"),
+            },
+            Action::Timer(c, id) => format!("client {c}'s timer {id} fires"),
+            Action::Act(c) => format!(
+                "client {c}'s application acts ({:?})",
+                state.clients[*c].app
+            ),
+            Action::DropRequest(c) => format!("FAULT: client {c}'s {} is lost", next_op(*c)),
+            Action::DropReply(c) => format!(
+                "FAULT: the server applies client {c}'s {}, and the reply is lost",
+                next_op(*c)
+            ),
+            Action::Expire(c) => format!("FAULT: the server expires client {c}'s session"),
+            Action::ClientExpire(c) => {
+                format!("FAULT: client {c} is told its session expired (the server keeps it)")
+            }
+            Action::ServerExpireOld(session) => {
+                format!("the server expires abandoned session {:#x}", session.0)
+            }
+            Action::LeaderChange => "FAULT: leader change, every connection breaks".to_owned(),
+        }
+    }
+
+    fn push(state: &mut State<W>, event: HistoryEvent) {
+        state.shared.to_mut().push(Arc::new(event));
+    }
+
+    fn log(state: &mut State<W>, c: usize, event: HistoryEvent) {
+        state.logs[c].to_mut().push(Arc::new(event));
+    }
+
+    fn under_dir(&self, path: &str) -> bool {
+        let dir = self.workload.dir();
+        path == dir || path.starts_with(&format!("{dir}/"))
+    }
+
+    fn fault(state: &mut State<W>, description: String) {
+        Self::push(state, HistoryEvent::Fault { description });
+        state.last_fault_at = state.shared.len() as u64;
+    }
+
+    /// Feeds `input` to client `c`'s machine and carries out its commands.
+    fn feed(&self, state: &mut State<W>, c: usize, input: Input<W::Request>) {
+        let mut inputs = VecDeque::from([input]);
+        while let Some(input) = inputs.pop_front() {
+            let mut commands = Vec::new();
+            state.client_mut(c).machine.handle(input, &mut commands);
+            for command in commands {
+                match command {
+                    Command::Op { id, request } => {
+                        let session = state.clients[c].session;
+                        state.client_mut(c).outbox.push_back((id, session, request));
+                    }
+                    Command::Timer { id, .. } => {
+                        state.client_mut(c).timers.insert(id);
+                    }
+                    Command::Report(report) => {
+                        let mut effects = Vec::new();
+                        let requests = {
+                            let mut client = state.client_mut(c);
+                            self.workload
+                                .on_report(&mut client.app, report, &mut effects, c as u32)
+                        };
+                        for effect in effects {
+                            Self::push(state, effect);
+                        }
+                        inputs.extend(requests.into_iter().map(Input::Request));
+                    }
+                }
+            }
+        }
+    }
+
+    fn deliver_notifications(state: &mut State<W>, notifications: Vec<Notification>) {
+        for notification in notifications {
+            let to = state
+                .clients
+                .iter()
+                .position(|c| c.session == notification.session && !c.expired_at_server);
+            if let Some(c) = to {
+                let watch = Inbound::Watch(notification.event);
+                state.client_mut(c).inbox.push_back(watch);
+            }
+        }
+    }
+
+    /// The connection of client `c` broke and was re-established in the same session.
+    fn reconnect(state: &mut State<W>, c: usize) {
+        let session_id = state.clients[c].session;
+        let inbox = &mut state.client_mut(c).inbox;
+        inbox.push_back(Inbound::Session(SessionEvent::Disconnected));
+        inbox.push_back(Inbound::Session(SessionEvent::Reconnected { session_id }));
+    }
+
+    fn serve(&self, state: &mut State<W>, c: usize, lose_reply: bool) {
+        let (id, session, request) = state
+            .client_mut(c)
+            .outbox
+            .pop_front()
+            .expect("serve only with an operation waiting");
+        let client = &state.clients[c];
+        if client.expired_at_server || session != client.session {
+            let reply = Inbound::Reply(id, Err(ZkError::SessionExpired));
+            state.client_mut(c).inbox.push_back(reply);
+            return;
+        }
+        let waits_or_queues = match &request {
+            Request::Exists { path, watch }
+            | Request::GetData { path, watch }
+            | Request::GetChildren { path, watch } => *watch && self.under_dir(path),
+            Request::Create { path, .. } | Request::Delete { path, .. } => self.under_dir(path),
+            _ => false,
+        };
+        if waits_or_queues {
+            let invoke = HistoryEvent::Invoke {
+                client: c as u32,
+                session,
+                xid: id,
+                request: request.clone(),
+            };
+            Self::log(state, c, invoke);
+        }
+        let applied = state.zk_mut().apply(session, &request);
+        let reply = if lose_reply {
+            Err(ZkError::ConnectionLoss)
+        } else {
+            applied.reply.into_response()
+        };
+        state
+            .client_mut(c)
+            .inbox
+            .push_back(Inbound::Reply(id, reply));
+        Self::deliver_notifications(state, applied.notifications);
+        if lose_reply {
+            Self::reconnect(state, c);
+        }
+    }
+}
+
+impl<W: Workload> Model for RecipeModel<W> {
+    type State = State<W>;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State<W>> {
+        let mut state = State {
+            zk: Shared::new(ZkModel::new()),
+            clients: Vec::new(),
+            abandoned: BTreeSet::new(),
+            budget: self.budget,
+            shared: Shared::new(Vec::new()),
+            logs: vec![Shared::new(Vec::new()); self.clients],
+            last_fault_at: 0,
+            verdicts: 0,
+        };
+        // The recipe's directory exists, as in a deployment: the race to create it is not what
+        // is checked (the simulator and the unit tests cover it).
+        let setup = state.zk_mut().open_session();
+        let dir = Request::Create {
+            path: self.workload.dir().to_owned(),
+            data: Vec::new(),
+            mode: zkh_recipes::CreateMode::Persistent,
+        };
+        let created = state.zk_mut().apply(setup, &dir).reply.into_response();
+        assert!(created.is_ok(), "the model creates the recipe's directory: {created:?}");
+        state.zk_mut().close_session(setup);
+        let mut starts = Vec::new();
+        for index in 0..self.clients {
+            let (machine, app, requests) = self.workload.client(index);
+            let session = state.zk_mut().open_session();
+            state.clients.push(Shared::new(Client {
+                machine,
+                app,
+                session,
+                outbox: VecDeque::new(),
+                inbox: VecDeque::from([Inbound::Session(SessionEvent::Connected {
+                    session_id: session,
+                })]),
+                timers: BTreeSet::new(),
+                expired_at_server: false,
+            }));
+            starts.push(requests);
+        }
+        for (index, requests) in starts.into_iter().enumerate() {
+            // The application starts once the client has connected.
+            let Some(Inbound::Session(event)) = state.client_mut(index).inbox.pop_front() else {
+                unreachable!("a new client's inbox starts with Connected");
+            };
+            self.feed(&mut state, index, Input::Session(event));
+            for request in requests {
+                self.feed(&mut state, index, Input::Request(request));
+            }
+        }
+        state.judge();
+        vec![state]
+    }
+
+    fn actions(&self, state: &State<W>, actions: &mut Vec<Action>) {
+        // Partial-order reduction: a client processing what it has received touches only its
+        // own machine and queues, so it commutes with every other client's actions and with
+        // the server's; only its own timers compete with it. Exploring that client's inbox and
+        // timers alone, before anything else, loses no behaviour the properties can tell apart
+        // (they read each client's own order, and the order of side effects, which only `Act`
+        // writes). This is the ample-set reduction; the state graph has no cycles, since every
+        // step grows a history, an id counter or the server's zxid.
+        if let Some((c, client)) = state
+            .clients
+            .iter()
+            .enumerate()
+            .find(|(_, client)| !client.inbox.is_empty())
+        {
+            actions.push(Action::Deliver(c));
+            actions.extend(client.timers.iter().map(|timer| Action::Timer(c, *timer)));
+            return;
+        }
+        for (c, client) in state.clients.iter().enumerate() {
+            if !client.outbox.is_empty() {
+                actions.push(Action::Serve(c));
+            }
+            if !client.inbox.is_empty() {
+                actions.push(Action::Deliver(c));
+            }
+            for timer in &client.timers {
+                actions.push(Action::Timer(c, *timer));
+            }
+            let caught_up = client.inbox.is_empty() && client.outbox.is_empty();
+            if caught_up && self.workload.can_act(&client.app) {
+                actions.push(Action::Act(c));
+            }
+        }
+        let budget = state.budget;
+        for (c, client) in state.clients.iter().enumerate() {
+            let connected = !client.expired_at_server;
+            let next_is_write = client
+                .outbox
+                .front()
+                .is_some_and(|(_, _, request)| request.is_write());
+            if budget.drop_request > 0 && !client.outbox.is_empty() && connected {
+                actions.push(Action::DropRequest(c));
+            }
+            // Lost after the server applied it: only a write's reply carries that news (a lost
+            // read reply is a lost request).
+            if budget.drop_reply > 0 && next_is_write && connected {
+                actions.push(Action::DropReply(c));
+            }
+            let at_stake = connected && !self.workload.finished(&client.app);
+            if budget.expire > 0 && at_stake {
+                actions.push(Action::Expire(c));
+            }
+            if budget.client_expire > 0 && at_stake {
+                actions.push(Action::ClientExpire(c));
+            }
+        }
+        for session in &state.abandoned {
+            actions.push(Action::ServerExpireOld(*session));
+        }
+        if budget.leader_change > 0 {
+            actions.push(Action::LeaderChange);
+        }
+    }
+
+    fn next_state(&self, state: &State<W>, action: Action) -> Option<State<W>> {
+        let mut next = self.step(state, action)?;
+        if next.history_len() != state.history_len() {
+            next.judge();
+        }
+        Some(next)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        W::judges()
+            .iter()
+            .enumerate()
+            .map(|(index, judge)| Property {
+                expectation: judge.expectation.clone(),
+                name: judge.name,
+                condition: Self::VERDICTS[index],
+            })
+            .collect()
+    }
+}
+
+/// A property's condition, as stateright takes it.
+type Condition<W> = fn(&RecipeModel<W>, &State<W>) -> bool;
+
+/// Reads verdict bit `N` of a state.
+fn verdict<W: Workload, const N: u8>(_: &RecipeModel<W>, state: &State<W>) -> bool {
+    state.verdicts & (1 << N) != 0
+}
+
+impl<W: Workload> RecipeModel<W> {
+    /// Property conditions reading each verdict bit (stateright takes plain function pointers).
+    const VERDICTS: [Condition<W>; MAX_JUDGES] = [
+        verdict::<W, 0>,
+        verdict::<W, 1>,
+        verdict::<W, 2>,
+        verdict::<W, 3>,
+        verdict::<W, 4>,
+        verdict::<W, 5>,
+        verdict::<W, 6>,
+        verdict::<W, 7>,
+    ];
+
+    /// The state after `action`, its verdicts not yet updated.
+    fn step(&self, state: &State<W>, action: Action) -> Option<State<W>> {
+        let mut next = state.clone();
+        match action {
+            Action::Serve(c) => self.serve(&mut next, c, false),
+            Action::Deliver(c) => {
+                let inbound = next
+                    .client_mut(c)
+                    .inbox
+                    .pop_front()
+                    .expect("deliver only with something waiting");
+                let client = c as u32;
+                let input = match inbound {
+                    Inbound::Reply(id, result) => Input::Reply { id, result },
+                    Inbound::Watch(event) => {
+                        if self.under_dir(&event.path) {
+                            let recorded = HistoryEvent::Watch {
+                                client,
+                                event: event.clone(),
+                            };
+                            Self::log(&mut next, c, recorded);
+                        }
+                        Input::Watch(WatchedEvent {
+                            zxid: WatchedEvent::NO_ZXID,
+                            ..event
+                        })
+                    }
+                    Inbound::Session(event) => {
+                        let recorded = HistoryEvent::Session { client, event };
+                        match event {
+                            SessionEvent::Expired | SessionEvent::Closed => {
+                                Self::log(&mut next, c, recorded.clone());
+                            }
+                            _ => {}
+                        }
+                        if matches!(event, SessionEvent::Expired | SessionEvent::Disconnected) {
+                            Self::push(&mut next, recorded);
+                        }
+                        Input::Session(event)
+                    }
+                };
+                let expired = matches!(input, Input::Session(SessionEvent::Expired));
+                self.feed(&mut next, c, input);
+                if expired {
+                    // A new session, as Curator and the simulated client open after expiry.
+                    let session_id = next.zk_mut().open_session();
+                    let mut client = next.client_mut(c);
+                    client.session = session_id;
+                    client.expired_at_server = false;
+                    let connected = Inbound::Session(SessionEvent::Connected { session_id });
+                    client.inbox.push_back(connected);
+                }
+            }
+            Action::Timer(c, id) => {
+                next.client_mut(c).timers.remove(&id);
+                self.feed(&mut next, c, Input::Timer(id));
+            }
+            Action::Act(c) => {
+                let mut effects = Vec::new();
+                let requests = {
+                    let mut client = next.client_mut(c);
+                    self.workload.act(&mut client.app, &mut effects, c as u32)?
+                };
+                for effect in effects {
+                    Self::push(&mut next, effect);
+                }
+                for request in requests {
+                    self.feed(&mut next, c, Input::Request(request));
+                }
+            }
+            Action::DropRequest(c) => {
+                next.budget.drop_request -= 1;
+                let (id, ..) = next.client_mut(c).outbox.pop_front()?;
+                Self::fault(&mut next, format!("client {c}: request {id} dropped"));
+                let lost = Inbound::Reply(id, Err(ZkError::ConnectionLoss));
+                next.client_mut(c).inbox.push_back(lost);
+                Self::reconnect(&mut next, c);
+            }
+            Action::DropReply(c) => {
+                next.budget.drop_reply -= 1;
+                let id = next.clients[c].outbox.front()?.0;
+                Self::fault(&mut next, format!("client {c}: reply to {id} dropped"));
+                self.serve(&mut next, c, true);
+            }
+            Action::Expire(c) => {
+                next.budget.expire -= 1;
+                Self::fault(
+                    &mut next,
+                    format!("client {c}: session expired by the server"),
+                );
+                let session = next.clients[c].session;
+                next.client_mut(c).expired_at_server = true;
+                let notifications = next.zk_mut().close_session(session).unwrap_or_default();
+                Self::deliver_notifications(&mut next, notifications);
+                let expired = Inbound::Session(SessionEvent::Expired);
+                next.client_mut(c).inbox.push_back(expired);
+            }
+            Action::ClientExpire(c) => {
+                next.budget.client_expire -= 1;
+                Self::fault(&mut next, format!("client {c}: told its session expired"));
+                // The server keeps the session (and its ephemerals) until ServerExpireOld; the
+                // client's handle is dead: what it had not sent fails, nothing more arrives.
+                let session = next.clients[c].session;
+                next.abandoned.insert(session);
+                let mut client = next.client_mut(c);
+                client.expired_at_server = true;
+                for (id, ..) in std::mem::take(&mut client.outbox) {
+                    let failed = Inbound::Reply(id, Err(ZkError::SessionExpired));
+                    client.inbox.push_back(failed);
+                }
+                client
+                    .inbox
+                    .push_back(Inbound::Session(SessionEvent::Expired));
+            }
+            Action::ServerExpireOld(session) => {
+                next.abandoned.remove(&session);
+                Self::fault(
+                    &mut next,
+                    format!("session {:#x} expired by the server", session.0),
+                );
+                let notifications = next.zk_mut().close_session(session).unwrap_or_default();
+                Self::deliver_notifications(&mut next, notifications);
+            }
+            Action::LeaderChange => {
+                next.budget.leader_change -= 1;
+                Self::fault(&mut next, "leader change: every connection broke".into());
+                for c in 0..next.clients.len() {
+                    if next.clients[c].expired_at_server {
+                        continue;
+                    }
+                    let mut client = next.client_mut(c);
+                    if let Some((id, ..)) = client.outbox.pop_front() {
+                        let lost = Inbound::Reply(id, Err(ZkError::ConnectionLoss));
+                        client.inbox.push_back(lost);
+                    }
+                    drop(client);
+                    Self::reconnect(&mut next, c);
+                }
+            }
+        }
+        Some(next)
+    }
+}

@@ -1,0 +1,107 @@
+//! [`Shared`]: a part of a state that states share until one of them changes it, with its hash
+//! computed once per change.
+//!
+//! The checker clones a state for every action and hashes every state it reaches. Most actions
+//! change one client, or the server, or nothing of either: sharing the rest behind an `Arc`
+//! makes the clone cheap, and caching each part's hash makes the state's fingerprint a hash of
+//! a few numbers.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+/// A shared, hash-cached value.
+#[derive(Clone, Debug)]
+pub struct Shared<T> {
+    value: Arc<T>,
+    hash: u64,
+}
+
+fn hash_of<T: Hash>(value: &T) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl<T: Hash + Clone> Shared<T> {
+    /// Shares `value`.
+    pub fn new(value: T) -> Shared<T> {
+        let hash = hash_of(&value);
+        Shared {
+            value: Arc::new(value),
+            hash,
+        }
+    }
+
+    /// The value, to change; its hash is computed again when the guard drops.
+    pub fn to_mut(&mut self) -> SharedMut<'_, T> {
+        SharedMut { shared: self }
+    }
+}
+
+impl<T> Deref for Shared<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: PartialEq> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash
+            && (Arc::ptr_eq(&self.value, &other.value) || self.value == other.value)
+    }
+}
+
+impl<T: Eq> Eq for Shared<T> {}
+
+impl<T> Hash for Shared<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+/// A [`Shared`] value being changed.
+pub struct SharedMut<'a, T: Hash + Clone> {
+    shared: &'a mut Shared<T>,
+}
+
+impl<T: Hash + Clone> Deref for SharedMut<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.shared.value
+    }
+}
+
+impl<T: Hash + Clone> DerefMut for SharedMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        Arc::make_mut(&mut self.shared.value)
+    }
+}
+
+impl<T: Hash + Clone> Drop for SharedMut<'_, T> {
+    fn drop(&mut self) {
+        self.shared.hash = hash_of(&*self.shared.value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_is_private_to_its_copy_and_updates_the_hash() {
+        let a = Shared::new(vec![1, 2]);
+        let mut b = a.clone();
+        assert_eq!(a, b);
+        b.to_mut().push(3);
+        assert_eq!(*a, vec![1, 2]);
+        assert_eq!(*b, vec![1, 2, 3]);
+        assert_ne!(a, b);
+        b.to_mut().pop();
+        assert_eq!(a, b, "equal values are equal, whatever their history");
+        assert_eq!(hash_of(&a), hash_of(&b));
+    }
+}

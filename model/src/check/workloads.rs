@@ -1,0 +1,288 @@
+//! The applications the checker runs over each recipe, and the properties each is judged by.
+//!
+//! - **Lock** ([`LockWorkload`]): each client acquires the lock once; holding it, it writes
+//!   "reserve" to the resource with its token, then "sell", then releases. Judged
+//!   by "mutual exclusion" (no two critical sections' writes interleave) and "herd free".
+//! - **Latch** ([`LatchWorkload`]): each client starts the latch; a leader acts on the resource
+//!   twice while it believes it leads.
+//!   Judged by "single acting master" (no act from a term older than one already seen) and
+//!   "herd free".
+//!
+//! Every write is an `Act`, taken only when the client is caught up (see the model's docs).
+//! Both resources accept every write: what is judged is the recipe, not fencing.
+
+use stateright::Expectation;
+use zkh_recipes::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
+use zkh_recipes::lock::{LockMachine, LockReport, LockRequest, LockVariant};
+
+use super::{Judge, State, Workload};
+use crate::history::{History, HistoryEvent};
+use crate::properties::{self, sometimes, Finding};
+
+/// The resource both workloads write to.
+pub const RESOURCE: &str = "resource";
+
+fn role(client: u32, role: &str, token: Option<i64>) -> HistoryEvent {
+    HistoryEvent::Role {
+        client,
+        role: role.into(),
+        token,
+    }
+}
+
+fn write(client: u32, token: i64, detail: &str) -> HistoryEvent {
+    HistoryEvent::SideEffect {
+        client,
+        resource: RESOURCE.into(),
+        token: Some(token),
+        accepted: true,
+        detail: detail.into(),
+    }
+}
+
+/// "Leader elected": after the last fault, someone holds `role` (or already did).
+fn elected<W: Workload>(history: &History, state: &State<W>, role: &str) -> Finding {
+    properties::leader_elected(history, &[role], state.last_fault_at, u64::MAX / 4)
+}
+
+fn judge<W: Workload>(
+    name: &'static str,
+    expectation: Expectation,
+    finding: fn(&History, &State<W>) -> Finding,
+) -> Judge<W> {
+    Judge {
+        name,
+        expectation,
+        finding,
+    }
+}
+
+/// The lock workload: acquire once, reserve, sell, release.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockWorkload {
+    /// The lock's variant.
+    pub variant: LockVariant,
+}
+
+/// The lock directory.
+pub const LOCK_DIR: &str = "/lock";
+
+/// Where a lock client's application is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LockApp {
+    /// Waiting for the lock.
+    Acquiring,
+    /// Holding it with this token; "reserve" to write.
+    Holding(i64),
+    /// Holding it with this token; "reserve" written, "sell" to come.
+    Reserved(i64),
+    /// Sold; releasing.
+    Releasing,
+    /// Finished (released, lost, or failed).
+    Done,
+}
+
+impl Workload for LockWorkload {
+    type Machine = LockMachine;
+    type Request = LockRequest;
+    type Report = LockReport;
+    type App = LockApp;
+
+    fn dir(&self) -> &str {
+        LOCK_DIR
+    }
+
+    fn client(&self, index: usize) -> (LockMachine, LockApp, Vec<LockRequest>) {
+        let machine = LockMachine::new(self.variant, LOCK_DIR, &format!("c{index}"));
+        let acquire = LockRequest::Acquire { timeout_ms: None };
+        (machine, LockApp::Acquiring, vec![acquire])
+    }
+
+    fn on_report(
+        &self,
+        app: &mut LockApp,
+        report: LockReport,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Vec<LockRequest> {
+        match report {
+            LockReport::Acquired { token, .. } if *app == LockApp::Acquiring => {
+                effects.push(role(client, "holder", Some(token)));
+                *app = LockApp::Holding(token);
+            }
+            LockReport::Acquired { .. } | LockReport::NotHeld => {}
+            LockReport::Lost
+            | LockReport::Released { .. }
+            | LockReport::TimedOut
+            | LockReport::Failed(_) => {
+                if matches!(
+                    app,
+                    LockApp::Holding(_) | LockApp::Reserved(_) | LockApp::Releasing
+                ) {
+                    effects.push(role(client, "none", None));
+                }
+                *app = LockApp::Done;
+            }
+        }
+        Vec::new()
+    }
+
+    fn act(
+        &self,
+        app: &mut LockApp,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Option<Vec<LockRequest>> {
+        match *app {
+            LockApp::Holding(token) => {
+                effects.push(write(client, token, "reserve"));
+                *app = LockApp::Reserved(token);
+                Some(Vec::new())
+            }
+            LockApp::Reserved(token) => {
+                effects.push(write(client, token, "sell"));
+                *app = LockApp::Releasing;
+                Some(vec![LockRequest::Release])
+            }
+            _ => None,
+        }
+    }
+
+    fn can_act(&self, app: &LockApp) -> bool {
+        matches!(app, LockApp::Holding(_) | LockApp::Reserved(_))
+    }
+
+    fn finished(&self, app: &LockApp) -> bool {
+        *app == LockApp::Done
+    }
+
+    fn judges() -> Vec<Judge<Self>> {
+        use Expectation::{Always, Eventually, Sometimes};
+        vec![
+            judge("mutual exclusion", Always, |h, _| {
+                properties::mutual_exclusion(h, RESOURCE)
+            }),
+            judge("herd free", Always, |h, _| {
+                properties::herd_free(h, LOCK_DIR)
+            }),
+            judge("leader elected", Eventually, |h, s| elected(h, s, "holder")),
+            judge("lock changed hands after a loss", Sometimes, |h, _| {
+                sometimes::role_changed_hands_after_a_loss(h, &["holder"])
+            }),
+            judge("a waiter was woken", Sometimes, |h, _| {
+                sometimes::waiter_woken(h, LOCK_DIR)
+            }),
+        ]
+    }
+}
+
+/// The latch workload: start, act on leadership, act again while caught up.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LatchWorkload {
+    /// The latch's variant.
+    pub variant: LatchVariant,
+}
+
+/// The latch directory.
+pub const LATCH_DIR: &str = "/latch";
+
+/// How many times a leader acts in one leadership.
+const ACTS_PER_TERM: u8 = 2;
+
+/// A latch client's application.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LatchApp {
+    /// The token of the leadership it believes it holds.
+    pub leading: Option<i64>,
+    /// Acts in this leadership.
+    pub acts: u8,
+}
+
+impl Workload for LatchWorkload {
+    type Machine = LatchMachine;
+    type Request = LatchRequest;
+    type Report = LatchReport;
+    type App = LatchApp;
+
+    fn dir(&self) -> &str {
+        LATCH_DIR
+    }
+
+    fn client(&self, index: usize) -> (LatchMachine, LatchApp, Vec<LatchRequest>) {
+        let name = format!("p{index}");
+        let machine = LatchMachine::new(self.variant, LATCH_DIR, &name, &format!("c{index}"));
+        let app = LatchApp {
+            leading: None,
+            acts: 0,
+        };
+        (machine, app, vec![LatchRequest::Start])
+    }
+
+    fn on_report(
+        &self,
+        app: &mut LatchApp,
+        report: LatchReport,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Vec<LatchRequest> {
+        match report {
+            LatchReport::Leader { token } => {
+                effects.push(role(client, "leader", Some(token)));
+                *app = LatchApp {
+                    leading: Some(token),
+                    acts: 0,
+                };
+            }
+            LatchReport::NotLeader | LatchReport::Closed | LatchReport::Failed(_) => {
+                if app.leading.take().is_some() {
+                    effects.push(role(client, "none", None));
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    fn act(
+        &self,
+        app: &mut LatchApp,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Option<Vec<LatchRequest>> {
+        let token = app.leading?;
+        if app.acts >= ACTS_PER_TERM {
+            return None;
+        }
+        app.acts += 1;
+        effects.push(write(client, token, "act"));
+        Some(Vec::new())
+    }
+
+    fn can_act(&self, app: &LatchApp) -> bool {
+        app.leading.is_some() && app.acts < ACTS_PER_TERM
+    }
+
+    fn finished(&self, _: &LatchApp) -> bool {
+        false
+    }
+
+    fn judges() -> Vec<Judge<Self>> {
+        use Expectation::{Always, Eventually, Sometimes};
+        vec![
+            judge("single acting master", Always, |h, _| {
+                properties::single_acting_master(h, RESOURCE)
+            }),
+            judge("herd free", Always, |h, _| {
+                properties::herd_free(h, LATCH_DIR)
+            }),
+            judge("leader elected", Eventually, |h, s| elected(h, s, "leader")),
+            judge(
+                "leadership changed hands after a loss",
+                Sometimes,
+                |h, _| sometimes::role_changed_hands_after_a_loss(h, &["leader"]),
+            ),
+            judge("a waiter was woken", Sometimes, |h, _| {
+                sometimes::waiter_woken(h, LATCH_DIR)
+            }),
+        ]
+    }
+}

@@ -1,0 +1,295 @@
+//! The harness's front end: which recipe a command names, and a counterexample of the model
+//! checker exported as a scenario the simulator replays, so that one bug is reproduced by both
+//! engines.
+//!
+//! # From a counterexample to a scenario
+//!
+//! The model has no time; the simulator has nothing but. The export keeps what pins a fault to
+//! the recipe's behaviour and lets the simulator supply the timing:
+//!
+//! - a lost request or reply becomes a *triggered* fault on the same client's n-th operation of
+//!   the same kind under the recipe's directory (the recipe issues the same operations in both
+//!   engines);
+//! - a session expiry (server side, or client side as `KillSession` does it), and a leader
+//!   change, become *scripted* faults 3 s into the run and 2 s apart, once the recipe has
+//!   settled, in the counterexample's order;
+//! - the server's later expiry of an abandoned session needs no fault: the simulated server
+//!   expires it on its own timeout.
+//!
+//! The replay runs the recipe's simulator workload with an unfenced resource (the model judges
+//! the recipe, not fencing) over a range of seeds, and reports the seeds whose run violates the
+//! property the model named. Which client leads in the simulator depends on the seed, so a
+//! fault aimed at "the leader" lands on it for some seeds and not others.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use zkh_model::check::{Action, FaultBudget, LatchWorkload, LockWorkload, RecipeModel};
+use zkh_recipes::latch::LatchVariant;
+use zkh_recipes::lock::LockVariant;
+use zkh_recipes::Request;
+use zkh_sim::fault::{Fault, FaultPlan, OpKind, ScriptedFault, ServerRef, Trigger, TriggeredFault};
+
+/// A recipe, its variant and the shape of a check, as a command names them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recipe {
+    /// `lock` or `latch`.
+    pub name: String,
+    /// The variant's name.
+    pub variant: String,
+    /// Client processes.
+    pub clients: usize,
+    /// The fault budget as given.
+    pub faults: String,
+    /// The fault budget.
+    pub budget: FaultBudget,
+    /// The recipe's model.
+    pub kind: RecipeKind,
+}
+
+/// A recipe's model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecipeKind {
+    /// Curator's lock.
+    Lock(LockVariant),
+    /// Curator's latch.
+    Latch(LatchVariant),
+}
+
+fn variant<T: for<'de> Deserialize<'de>>(
+    recipe: &str,
+    name: &str,
+    known: &str,
+) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned()))
+        .map_err(|_| format!("{recipe} has no variant {name:?} (known: {known})"))
+}
+
+impl Recipe {
+    /// The recipe `name` with `variant_name`, checked with `clients` clients within `budget`.
+    pub fn new(
+        name: &str,
+        variant_name: &str,
+        clients: usize,
+        budget: FaultBudget,
+    ) -> Result<Recipe, String> {
+        let kind = match name {
+            "lock" => RecipeKind::Lock(variant(name, variant_name, "correct, herd, unprotected")?),
+            "latch" => RecipeKind::Latch(variant(
+                name,
+                variant_name,
+                "correct, trust-predecessor, no-owner-check",
+            )?),
+            "election" | "job" | "master" => {
+                return Err(format!(
+                    "the model checker does not model the {name} recipe yet (modelled: lock, \
+                     latch); the simulator runs it: see README"
+                ))
+            }
+            other => return Err(format!("unknown recipe {other:?} (known: lock, latch)")),
+        };
+        Ok(Recipe {
+            name: name.to_owned(),
+            variant: variant_name.to_owned(),
+            clients,
+            faults: budget_text(&budget),
+            budget,
+            kind,
+        })
+    }
+
+    /// The lock model, if this is the lock.
+    pub fn lock_model(&self) -> Option<RecipeModel<LockWorkload>> {
+        match self.kind {
+            RecipeKind::Lock(variant) => Some(RecipeModel {
+                workload: LockWorkload { variant },
+                clients: self.clients,
+                budget: self.budget,
+            }),
+            RecipeKind::Latch(_) => None,
+        }
+    }
+
+    /// The latch model, if this is the latch.
+    pub fn latch_model(&self) -> Option<RecipeModel<LatchWorkload>> {
+        match self.kind {
+            RecipeKind::Latch(variant) => Some(RecipeModel {
+                workload: LatchWorkload { variant },
+                clients: self.clients,
+                budget: self.budget,
+            }),
+            RecipeKind::Lock(_) => None,
+        }
+    }
+
+    /// The recipe's directory.
+    pub fn dir(&self) -> &'static str {
+        match self.kind {
+            RecipeKind::Lock(_) => zkh_model::check::LOCK_DIR,
+            RecipeKind::Latch(_) => zkh_model::check::LATCH_DIR,
+        }
+    }
+}
+
+/// The budget in the command line's syntax.
+pub fn budget_text(budget: &FaultBudget) -> String {
+    let parts: Vec<String> = [
+        ("drop-request", budget.drop_request),
+        ("drop-reply", budget.drop_reply),
+        ("expire", budget.expire),
+        ("client-expire", budget.client_expire),
+        ("leader-change", budget.leader_change),
+    ]
+    .iter()
+    .filter(|(_, count)| *count > 0)
+    .map(|(name, count)| format!("{name}={count}"))
+    .collect();
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join(",")
+    }
+}
+
+/// Runs `$body` with `$model` bound to the recipe's model, whichever workload it is.
+#[macro_export]
+macro_rules! lock_or_latch {
+    ($recipe:expr, $model:ident => $body:expr) => {
+        match (&$recipe).kind {
+            $crate::RecipeKind::Lock(_) => {
+                let $model = (&$recipe).lock_model().expect("the lock");
+                $body
+            }
+            $crate::RecipeKind::Latch(_) => {
+                let $model = (&$recipe).latch_model().expect("the latch");
+                $body
+            }
+        }
+    };
+}
+
+/// A counterexample as a scenario for the simulator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// `lock` or `latch`.
+    pub recipe: String,
+    /// The variant's name.
+    pub variant: String,
+    /// Client processes.
+    pub clients: u32,
+    /// The faults, pinned to the recipe's operations or scripted in order.
+    pub faults: FaultPlan,
+    /// The property the model checker found violated.
+    pub violation: String,
+    /// The model's actions, for the record.
+    pub model_path: Vec<String>,
+}
+
+fn op_kind(request: &Request) -> Option<(OpKind, &str)> {
+    Some(match request {
+        Request::Create { path, .. } => (OpKind::Create, path),
+        Request::Delete { path, .. } => (OpKind::Delete, path),
+        Request::SetData { path, .. } => (OpKind::SetData, path),
+        Request::GetData { path, .. } => (OpKind::GetData, path),
+        Request::GetChildren { path, .. } => (OpKind::GetChildren, path),
+        Request::Exists { path, .. } => (OpKind::Exists, path),
+        Request::Multi(_) | Request::Sync { .. } => return None,
+    })
+}
+
+/// The scenario of a counterexample `path` of `recipe` that violated `violation`.
+pub fn export(recipe: &Recipe, violation: &str, path: &[Action]) -> Scenario {
+    lock_or_latch!(recipe, model => export_from(recipe, &model, violation, path))
+}
+
+fn export_from<W: zkh_model::check::Workload>(
+    recipe: &Recipe,
+    model: &RecipeModel<W>,
+    violation: &str,
+    path: &[Action],
+) -> Scenario {
+    use stateright::Model;
+    let dir = format!("{}/", recipe.dir());
+    let prefix_of = |path: &str| {
+        if path.starts_with(&dir) {
+            dir.clone()
+        } else {
+            path.to_owned()
+        }
+    };
+    let mut state = model.init_states().remove(0);
+    let mut seen: BTreeMap<(usize, String, String), u32> = BTreeMap::new();
+    let mut faults = FaultPlan::default();
+    let mut scripted_at_ms = 3000;
+    let mut model_path = Vec::new();
+    for action in path {
+        model_path.push(model.describe(&state, action));
+        let op = match action {
+            Action::Serve(c) | Action::DropRequest(c) | Action::DropReply(c) => state.clients[*c]
+                .outbox
+                .front()
+                .and_then(|(_, _, request)| op_kind(request))
+                .map(|(kind, path)| (*c, kind, prefix_of(path))),
+            _ => None,
+        };
+        let nth = op.as_ref().map(|(c, kind, prefix)| {
+            let count = seen
+                .entry((*c, format!("{kind:?}"), prefix.clone()))
+                .or_insert(0);
+            *count += 1;
+            *count
+        });
+        let mut script = |fault: Fault| {
+            faults.scripted.push(ScriptedFault {
+                at_ms: scripted_at_ms,
+                fault,
+            });
+            scripted_at_ms += 2000;
+        };
+        match action {
+            Action::DropRequest(c) | Action::DropReply(c) => {
+                if let (Some((_, kind, prefix)), Some(nth)) = (op, nth) {
+                    let client = *c as u32;
+                    let fault = match action {
+                        Action::DropRequest(_) => Fault::DropRequest { client },
+                        _ => Fault::DropReply { client },
+                    };
+                    faults.triggered.push(TriggeredFault {
+                        when: Trigger {
+                            client: Some(client),
+                            op: kind,
+                            path_prefix: prefix,
+                            nth,
+                        },
+                        fault,
+                    });
+                }
+            }
+            Action::Expire(c) => script(Fault::ExpireSession { client: *c as u32 }),
+            Action::ClientExpire(c) => script(Fault::ClientSideExpiry { client: *c as u32 }),
+            Action::LeaderChange => {
+                script(Fault::KillServer {
+                    server: ServerRef::Leader,
+                });
+                script(Fault::RestartServer {
+                    server: ServerRef::Down,
+                });
+            }
+            _ => {}
+        }
+        state = model
+            .next_state(&state, action.clone())
+            .expect("a counterexample's actions are enabled");
+    }
+    Scenario {
+        recipe: recipe.name.clone(),
+        variant: recipe.variant.clone(),
+        clients: recipe.clients as u32,
+        faults,
+        violation: violation.to_owned(),
+        model_path,
+    }
+}
+
+#[cfg(madsim)]
+pub mod replay;

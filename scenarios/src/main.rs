@@ -1,0 +1,201 @@
+//! `zkharness`: the command line of the ZooKeeper recipe harness.
+//!
+//! - `zkharness check <recipe>` explores every state of a recipe's model (breadth first, one
+//!   thread) within a fault budget, and prints the shortest counterexample or "no violation";
+//!   `--json` prints one JSON object for CI; `--export FILE` writes a counterexample as a
+//!   scenario the simulator replays.
+//! - `zkharness explore <recipe>` serves stateright's Explorer on 127.0.0.1 to walk the states
+//!   by hand.
+//!
+//! Exit status: 0 when the check passes, 1 on a violation, 64 on bad input.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand};
+use stateright::Model;
+use zkh_model::check::{check, FaultBudget, RecipeModel, Workload};
+use zkh_scenarios::{export, lock_or_latch, Recipe, Scenario};
+
+#[derive(Parser)]
+#[command(
+    name = "zkharness",
+    version,
+    about = "Break and prove ZooKeeper recipes: exhaustive model checking of the recipes' own state machines"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Explore every state of a recipe's model within a fault budget (BFS, one thread).
+    Check(CheckArgs),
+    /// Serve stateright's Explorer for a recipe's model on 127.0.0.1.
+    Explore(ExploreArgs),
+}
+
+#[derive(Args)]
+struct ModelArgs {
+    /// The recipe: `lock` or `latch`.
+    recipe: String,
+    /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`;
+    /// latch: `trust-predecessor`, `no-owner-check`).
+    #[arg(long, default_value = "correct")]
+    variant: String,
+    /// Client processes.
+    #[arg(long, default_value_t = 3)]
+    clients: usize,
+    /// The fault budget: `NAME=COUNT,...` with `drop-request`, `drop-reply`, `expire`,
+    /// `client-expire`, `leader-change`; or `none`.
+    #[arg(long, default_value = "drop-reply=1,expire=1")]
+    faults: String,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Write a counterexample, if one is found, as a scenario file (JSON) the simulator replays.
+    #[arg(long, value_name = "FILE")]
+    export: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ExploreArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// The port on 127.0.0.1.
+    #[arg(long, default_value_t = 3000)]
+    port: u16,
+}
+
+const BAD_INPUT: u8 = 64;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Check(args) => parse(&args.model)
+            .map(|recipe| lock_or_latch!(recipe, model => run_check(model, &recipe, &args))),
+        Command::Explore(args) => parse(&args.model)
+            .map(|recipe| lock_or_latch!(recipe, model => explore(model, args.port))),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("zkharness: {message}");
+            ExitCode::from(BAD_INPUT)
+        }
+    }
+}
+
+fn parse(args: &ModelArgs) -> Result<Recipe, String> {
+    if !(1..=5).contains(&args.clients) {
+        return Err(format!(
+            "--clients {}: the model checks 1 to 5 clients",
+            args.clients
+        ));
+    }
+    let budget = FaultBudget::parse(&args.faults).map_err(|e| format!("--faults: {e}"))?;
+    Recipe::new(&args.recipe, &args.variant, args.clients, budget)
+}
+
+fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckArgs) -> ExitCode {
+    let started = Instant::now();
+    let verdict = check(&model);
+    let seconds = started.elapsed().as_secs_f64();
+    let per_second = verdict.unique_states as f64 / seconds.max(1e-9);
+    let final_state = verdict.violation.as_ref().map(|violation| {
+        let mut state = model.init_states().remove(0);
+        let mut steps = Vec::new();
+        for action in &violation.path {
+            steps.push(model.describe(&state, action));
+            state = model
+                .next_state(&state, action.clone())
+                .expect("a counterexample's actions are enabled");
+        }
+        (state, steps)
+    });
+    if let (Some(path), Some(violation)) = (&args.export, &verdict.violation) {
+        let scenario: Scenario = export(recipe, violation.property, &violation.path);
+        let text = serde_json::to_string_pretty(&scenario).expect("a scenario serialises");
+        if let Err(error) = std::fs::write(path, text + "\n") {
+            eprintln!("zkharness: cannot write {}: {error}", path.display());
+            return ExitCode::from(BAD_INPUT);
+        }
+    }
+    if args.json {
+        let result = match (&verdict.violation, &final_state) {
+            (Some(violation), Some((_, steps))) => serde_json::json!({
+                "violation": violation.property,
+                "path": steps,
+            }),
+            _ => serde_json::json!("pass"),
+        };
+        let report = serde_json::json!({
+            "recipe": recipe.name,
+            "variant": recipe.variant,
+            "clients": recipe.clients,
+            "faults": recipe.faults,
+            "states": verdict.states,
+            "unique_states": verdict.unique_states,
+            "max_depth": verdict.max_depth,
+            "seconds": seconds,
+            "states_per_sec": per_second.round(),
+            "sometimes_unreached": verdict.unreached,
+            "result": result,
+        });
+        println!("{report}");
+    } else {
+        println!(
+            "{} ({}), {} clients, faults {}",
+            recipe.name, recipe.variant, recipe.clients, recipe.faults
+        );
+        println!(
+            "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s",
+            verdict.states, verdict.unique_states, verdict.max_depth, seconds, per_second
+        );
+        if !verdict.unreached.is_empty() {
+            println!(
+                "note: never reached (a pass says less): {}",
+                verdict.unreached.join(", ")
+            );
+        }
+        match (&verdict.violation, &final_state) {
+            (Some(violation), Some((state, steps))) => {
+                let detail = state
+                    .findings()
+                    .into_iter()
+                    .find(|f| f.property == violation.property || !f.holds)
+                    .map(|f| f.detail)
+                    .unwrap_or_default();
+                println!("VIOLATION of {}: {detail}", violation.property);
+                println!("shortest counterexample, {} steps:", steps.len());
+                for (index, step) in steps.iter().enumerate() {
+                    println!("{:>4}. {step}", index + 1);
+                }
+                if let Some(path) = &args.export {
+                    println!("exported to {}", path.display());
+                }
+            }
+            _ => println!("no violation"),
+        }
+    }
+    if verdict.violation.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn explore<W: Workload>(model: RecipeModel<W>, port: u16) -> ExitCode {
+    let address = format!("127.0.0.1:{port}");
+    println!("serving stateright's Explorer on http://{address}/ (Ctrl-C to stop)");
+    model.checker().threads(1).serve(address.as_str());
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,63 @@
+//! Replaying an exported [`Scenario`] on the simulated ensemble (simulated build only).
+
+use std::ops::Range;
+
+use zkh_recipes::fencing::Fencing;
+use zkh_recipes::latch::LatchVariant;
+use zkh_recipes::lock::LockVariant;
+use zkh_sim::run::run_seed;
+use zkh_sim::workload::{self, WorkloadConfig, WorkloadOutcome};
+
+use crate::Scenario;
+
+fn parse<T: for<'de> serde::Deserialize<'de>>(name: &str) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned()))
+        .map_err(|_| format!("the scenario names an unknown variant {name:?}"))
+}
+
+/// Runs `scenario` for `seed`: its recipe's workload, an unfenced resource, its faults.
+pub fn replay(scenario: &Scenario, seed: u64) -> Result<WorkloadOutcome, String> {
+    let config = WorkloadConfig {
+        clients: scenario.clients,
+        fencing: Fencing::Unfenced,
+        ..WorkloadConfig::default()
+    };
+    let plan = scenario.faults.clone();
+    match scenario.recipe.as_str() {
+        "lock" => {
+            let variant: LockVariant = parse(&scenario.variant)?;
+            Ok(run_seed(seed, 600, move |s| {
+                workload::stock(s, variant, config, plan)
+            }))
+        }
+        "latch" => {
+            let variant: LatchVariant = parse(&scenario.variant)?;
+            Ok(run_seed(seed, 600, move |s| {
+                workload::job(s, variant, config, plan)
+            }))
+        }
+        other => Err(format!("the scenario names an unknown recipe {other:?}")),
+    }
+}
+
+/// The seeds of `seeds` whose replay violates the property the model checker found violated.
+pub fn reproducing_seeds(scenario: &Scenario, seeds: Range<u64>) -> Result<Vec<u64>, String> {
+    let mut found = Vec::new();
+    for seed in seeds {
+        let outcome = replay(scenario, seed)?;
+        let finding = outcome
+            .findings
+            .iter()
+            .find(|f| f.property == scenario.violation)
+            .ok_or_else(|| {
+                format!(
+                    "the simulator does not judge {:?} for {}",
+                    scenario.violation, scenario.recipe
+                )
+            })?;
+        if !finding.holds {
+            found.push(seed);
+        }
+    }
+    Ok(found)
+}
