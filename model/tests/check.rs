@@ -1,37 +1,136 @@
-//! The model checker on the recipes' own machines.
+//! The model checker on the recipes' own machines: the correct lock and latch pass every state
+//! of 3 clients under the standard fault budget (one lost reply, one session expiry), with the
+//! state counts pinned so that drift shows; each known-bad variant gets its counterexample, with
+//! its length pinned.
 #![cfg(not(madsim))]
 
-use zkh_model::check::{check, FaultBudget, LatchWorkload, LockWorkload, RecipeModel};
+use zkh_model::check::{
+    check, find_violation, FaultBudget, LatchWorkload, LockWorkload, RecipeModel, Workload,
+};
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
 
-#[test]
-fn probe() {
-    let budget = FaultBudget::STANDARD;
-    let which = std::env::var("WHICH").unwrap();
-    let t = std::time::Instant::now();
-    let v = if which == "lock" {
-        check(&RecipeModel {
-            workload: LockWorkload {
-                variant: LockVariant::Correct,
-            },
-            clients: 3,
-            budget,
-        })
-    } else {
-        check(&RecipeModel {
-            workload: LatchWorkload {
-                variant: LatchVariant::Correct,
-            },
-            clients: 3,
-            budget,
-        })
-    };
-    println!(
-        "{which}3 standard {} {:?} {:?} {:?}",
-        v.unique_states,
-        v.violation,
-        v.unreached,
-        t.elapsed()
+fn lock(variant: LockVariant, faults: &str) -> RecipeModel<LockWorkload> {
+    RecipeModel {
+        workload: LockWorkload { variant },
+        clients: 3,
+        budget: FaultBudget::parse(faults).expect("a budget"),
+    }
+}
+
+fn latch(variant: LatchVariant, faults: &str) -> RecipeModel<LatchWorkload> {
+    RecipeModel {
+        workload: LatchWorkload { variant },
+        clients: 3,
+        budget: FaultBudget::parse(faults).expect("a budget"),
+    }
+}
+
+fn passes<W: Workload>(name: &str, model: &RecipeModel<W>, unique_states: usize) {
+    let verdict = check(model);
+    assert_eq!(verdict.violation, None, "{name}");
+    assert!(
+        verdict.unreached.is_empty(),
+        "{name}: a pass must not be empty, but these never happened: {:?}",
+        verdict.unreached
     );
+    println!(
+        "{name}: {} unique states, no violation",
+        verdict.unique_states
+    );
+    assert_eq!(
+        verdict.unique_states, unique_states,
+        "{name}: the state count drifted"
+    );
+}
+
+fn caught<W: Workload>(name: &str, model: &RecipeModel<W>, property: &str, steps: usize) {
+    let violation = find_violation(model).unwrap_or_else(|| panic!("{name}: no violation"));
+    assert_eq!(violation.property, property, "{name}");
+    println!(
+        "{name}: {property} violated in {} steps",
+        violation.path.len()
+    );
+    assert_eq!(
+        violation.path.len(),
+        steps,
+        "{name}: the shortest counterexample's length drifted: {:?}",
+        violation.path
+    );
+}
+
+#[test]
+fn the_correct_lock_passes_three_clients_with_a_lost_reply_and_an_expiry() {
+    passes(
+        "lock",
+        &lock(LockVariant::Correct, "drop-reply=1,expire=1"),
+        1_378_585,
+    );
+}
+
+#[test]
+fn the_correct_latch_passes_three_clients_with_a_lost_reply_and_an_expiry() {
+    passes(
+        "latch",
+        &latch(LatchVariant::Correct, "drop-reply=1,expire=1"),
+        1_376_698,
+    );
+}
+
+#[test]
+fn the_herd_violates_herd_free_with_three_waiters_and_the_correct_lock_does_not() {
+    caught("herd", &lock(LockVariant::Herd, "none"), "herd free", 11);
+    let correct = check(&lock(LockVariant::Correct, "none"));
+    assert_eq!(
+        correct.violation, None,
+        "the correct lock watches one predecessor"
+    );
+}
+
+#[test]
+fn unprotected_loses_the_lock_to_an_orphan_node_after_a_lost_create_reply() {
+    caught(
+        "unprotected",
+        &lock(LockVariant::Unprotected, "drop-reply=1"),
+        "leader elected",
+        23,
+    );
+}
+
+#[test]
+fn trust_predecessor_makes_two_leaders_after_a_waiter_expires() {
+    caught(
+        "trust-predecessor",
+        &latch(LatchVariant::TrustPredecessor, "expire=1"),
+        "single acting master",
+        22,
+    );
+}
+
+#[test]
+fn no_owner_check_makes_two_leaders_after_a_client_side_expiry() {
+    caught(
+        "no-owner-check",
+        &latch(LatchVariant::NoOwnerCheck, "client-expire=1"),
+        "single acting master",
+        19,
+    );
+}
+
+#[test]
+fn fault_budgets_parse_and_bad_ones_say_what_is_wrong() {
+    assert_eq!(
+        FaultBudget::parse("drop-reply=1,expire=1"),
+        Ok(FaultBudget::STANDARD)
+    );
+    assert_eq!(FaultBudget::parse("none"), Ok(FaultBudget::default()));
+    let unknown = FaultBudget::parse("drop-replies=1").unwrap_err();
+    assert!(
+        unknown.contains("unknown fault \"drop-replies\""),
+        "{unknown}"
+    );
+    let count = FaultBudget::parse("expire=lots").unwrap_err();
+    assert!(count.contains("a number from 0 to 255"), "{count}");
+    let shape = FaultBudget::parse("expire").unwrap_err();
+    assert!(shape.contains("expected NAME=COUNT"), "{shape}");
 }

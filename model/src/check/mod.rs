@@ -73,7 +73,7 @@ use crate::properties::Finding;
 use crate::request::Notification;
 use crate::zookeeper::ZkModel;
 
-pub use run::{check, Verdict, Violation};
+pub use run::{check, find_violation, Verdict, Violation};
 pub use shared::{Shared, SharedMut};
 pub use workloads::{LatchWorkload, LockWorkload, LATCH_DIR, LOCK_DIR, RESOURCE};
 
@@ -524,7 +524,10 @@ impl<W: Workload> Model for RecipeModel<W> {
             mode: zkh_recipes::CreateMode::Persistent,
         };
         let created = state.zk_mut().apply(setup, &dir).reply.into_response();
-        assert!(created.is_ok(), "the model creates the recipe's directory: {created:?}");
+        assert!(
+            created.is_ok(),
+            "the model creates the recipe's directory: {created:?}"
+        );
         state.zk_mut().close_session(setup);
         let mut starts = Vec::new();
         for index in 0..self.clients {

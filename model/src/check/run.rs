@@ -61,6 +61,28 @@ pub fn check<W: Workload>(model: &RecipeModel<W>) -> Verdict {
     }
 }
 
+/// The shortest counterexample of `model`, searching only until a first property fails (for a
+/// known-bad variant, whose full state space need not be explored).
+pub fn find_violation<W: Workload>(model: &RecipeModel<W>) -> Option<Violation> {
+    let checker = model
+        .clone()
+        .checker()
+        .threads(1)
+        .finish_when(HasDiscoveries::AnyFailures)
+        .spawn_bfs()
+        .join();
+    let discoveries = checker.discoveries();
+    let property = model
+        .properties()
+        .into_iter()
+        .find(|p| p.expectation != Expectation::Sometimes && discoveries.contains_key(p.name))?;
+    let found = discoveries[property.name].clone().into_actions();
+    Some(Violation {
+        property: property.name,
+        path: shortest(model, property.name, found),
+    })
+}
+
 /// The shortest path to a failure of `property`, no longer than `found`.
 fn shortest<W: Workload>(
     model: &RecipeModel<W>,
