@@ -1,0 +1,144 @@
+//! `zkharness` as a user runs it: JSON for CI, exit codes, errors that say what is wrong, an
+//! exported scenario, and the Explorer on 127.0.0.1.
+#![cfg(not(madsim))]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn zkharness(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_zkharness"))
+        .args(args)
+        .output()
+        .expect("zkharness runs");
+    (
+        output.status.code().expect("an exit code"),
+        String::from_utf8(output.stdout).expect("utf-8"),
+        String::from_utf8(output.stderr).expect("utf-8"),
+    )
+}
+
+#[test]
+fn check_json_reports_a_violation_with_its_path_and_exits_1() {
+    let (code, stdout, _) = zkharness(&[
+        "check",
+        "lock",
+        "--variant",
+        "herd",
+        "--faults",
+        "none",
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["recipe"], "lock");
+    assert_eq!(report["variant"], "herd");
+    assert!(report["unique_states"].as_u64().expect("a count") > 0);
+    assert!(report["states_per_sec"].as_f64().expect("a rate") > 0.0);
+    assert_eq!(report["result"]["violation"], "herd free");
+    assert_eq!(
+        report["result"]["path"].as_array().expect("a path").len(),
+        11
+    );
+}
+
+#[test]
+fn check_json_reports_a_pass_and_exits_0() {
+    let (code, stdout, _) = zkharness(&["check", "latch", "--clients", "2", "--json"]);
+    assert_eq!(code, 0);
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["result"], "pass");
+    assert_eq!(report["faults"], "drop-reply=1,expire=1");
+}
+
+#[test]
+fn bad_input_names_the_problem_and_exits_64() {
+    for (args, expected) in [
+        (
+            vec!["check", "lock", "--variant", "bogus"],
+            "lock has no variant \"bogus\"",
+        ),
+        (vec!["check", "queue"], "unknown recipe \"queue\""),
+        (
+            vec!["check", "lock", "--faults", "expire=x"],
+            "--faults: fault budget",
+        ),
+        (vec!["check", "lock", "--clients", "9"], "--clients 9"),
+        (
+            vec!["check", "election"],
+            "does not model the election recipe yet",
+        ),
+    ] {
+        let (code, _, stderr) = zkharness(&args);
+        assert_eq!(code, 64, "{args:?}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_counterexample_exports_as_a_scenario_file() {
+    let dir = std::env::temp_dir().join(format!("zkharness-export-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let file = dir.join("no-owner-check.json");
+    let (code, stdout, _) = zkharness(&[
+        "check",
+        "latch",
+        "--variant",
+        "no-owner-check",
+        "--clients",
+        "2",
+        "--faults",
+        "client-expire=1",
+        "--export",
+        file.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    let scenario: zkh_scenarios::Scenario =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("the file"))
+            .expect("a scenario");
+    assert_eq!(scenario.violation, "single acting master");
+    assert_eq!(scenario.variant, "no-owner-check");
+    assert_eq!(scenario.faults.scripted.len(), 1);
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn explore_serves_the_explorer_on_localhost() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("its address")
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zkharness"))
+        .args([
+            "explore",
+            "lock",
+            "--clients",
+            "2",
+            "--faults",
+            "none",
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("zkharness explore starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut body = String::new();
+    while Instant::now() < deadline {
+        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+            stream
+                .write_all(b"GET /.status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                .expect("a request");
+            stream.read_to_string(&mut body).expect("a response");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().expect("stop the explorer");
+    child.wait().expect("reap it");
+    assert!(body.contains("200"), "the explorer answers: {body}");
+    assert!(body.contains("unique_state_count"), "{body}");
+}
