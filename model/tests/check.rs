@@ -5,7 +5,7 @@
 #![cfg(not(madsim))]
 
 use zkh_model::check::{
-    check, find_violation, FaultBudget, LatchWorkload, LockWorkload, RecipeModel, Workload,
+    check, find_violation, Acting, FaultBudget, LatchWorkload, LockWorkload, RecipeModel, Workload,
 };
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
@@ -15,6 +15,7 @@ fn lock(variant: LockVariant, faults: &str) -> RecipeModel<LockWorkload> {
         workload: LockWorkload { variant },
         clients: 3,
         budget: FaultBudget::parse(faults).expect("a budget"),
+        acting: Acting::CaughtUp,
     }
 }
 
@@ -23,6 +24,7 @@ fn latch(variant: LatchVariant, faults: &str) -> RecipeModel<LatchWorkload> {
         workload: LatchWorkload { variant },
         clients: 3,
         budget: FaultBudget::parse(faults).expect("a budget"),
+        acting: Acting::CaughtUp,
     }
 }
 
@@ -133,4 +135,19 @@ fn fault_budgets_parse_and_bad_ones_say_what_is_wrong() {
     assert!(count.contains("a number from 0 to 255"), "{count}");
     let shape = FaultBudget::parse("expire").unwrap_err();
     assert!(shape.contains("expected NAME=COUNT"), "{shape}");
+}
+
+#[test]
+fn unfenced_side_effects_break_mutual_exclusion_and_fencing_restores_it() {
+    // A holder whose session the server expired acts before it hears of it.
+    let unfenced = RecipeModel {
+        acting: Acting::Unfenced,
+        ..lock(LockVariant::Correct, "expire=1")
+    };
+    caught("unfenced", &unfenced, "mutual exclusion", 12);
+    let fenced = RecipeModel {
+        acting: Acting::Fenced,
+        ..lock(LockVariant::Correct, "expire=1")
+    };
+    passes("fenced lock", &fenced, 628_271);
 }

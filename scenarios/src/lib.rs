@@ -16,15 +16,16 @@
 //! - the server's later expiry of an abandoned session needs no fault: the simulated server
 //!   expires it on its own timeout.
 //!
-//! The replay runs the recipe's simulator workload with an unfenced resource (the model judges
-//! the recipe, not fencing) over a range of seeds, and reports the seeds whose run violates the
+//! The replay runs the recipe's simulator workload with the check's resource (unfenced unless
+//! the check was fenced: the model judges the recipe, not fencing) over a range of seeds, and reports the seeds whose run violates the
 //! property the model named. Which client leads in the simulator depends on the seed, so a
 //! fault aimed at "the leader" lands on it for some seeds and not others.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use zkh_model::check::{Action, FaultBudget, LatchWorkload, LockWorkload, RecipeModel};
+use zkh_model::check::{Acting, Action, FaultBudget, LatchWorkload, LockWorkload, RecipeModel};
+use zkh_recipes::fencing::Fencing;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
 use zkh_recipes::Request;
@@ -43,6 +44,8 @@ pub struct Recipe {
     pub faults: String,
     /// The fault budget.
     pub budget: FaultBudget,
+    /// When applications act, and what the resource accepts.
+    pub acting: Acting,
     /// The recipe's model.
     pub kind: RecipeKind,
 }
@@ -72,6 +75,7 @@ impl Recipe {
         variant_name: &str,
         clients: usize,
         budget: FaultBudget,
+        acting: Acting,
     ) -> Result<Recipe, String> {
         let kind = match name {
             "lock" => RecipeKind::Lock(variant(name, variant_name, "correct, herd, unprotected")?),
@@ -94,6 +98,7 @@ impl Recipe {
             clients,
             faults: budget_text(&budget),
             budget,
+            acting,
             kind,
         })
     }
@@ -105,6 +110,7 @@ impl Recipe {
                 workload: LockWorkload { variant },
                 clients: self.clients,
                 budget: self.budget,
+                acting: self.acting,
             }),
             RecipeKind::Latch(_) => None,
         }
@@ -117,6 +123,7 @@ impl Recipe {
                 workload: LatchWorkload { variant },
                 clients: self.clients,
                 budget: self.budget,
+                acting: self.acting,
             }),
             RecipeKind::Lock(_) => None,
         }
@@ -177,6 +184,9 @@ pub struct Scenario {
     pub variant: String,
     /// Client processes.
     pub clients: u32,
+    /// What the simulated resource does with tokens: fenced when the check was fenced, else
+    /// unfenced (the model judged the recipe, not fencing).
+    pub fencing: Fencing,
     /// The faults, pinned to the recipe's operations or scripted in order.
     pub faults: FaultPlan,
     /// The property the model checker found violated.
@@ -285,6 +295,10 @@ fn export_from<W: zkh_model::check::Workload>(
         recipe: recipe.name.clone(),
         variant: recipe.variant.clone(),
         clients: recipe.clients as u32,
+        fencing: match recipe.acting {
+            Acting::Fenced => Fencing::Fenced,
+            Acting::CaughtUp | Acting::Unfenced => Fencing::Unfenced,
+        },
         faults,
         violation: violation.to_owned(),
         model_path,

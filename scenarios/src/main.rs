@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 use stateright::Model;
-use zkh_model::check::{check, FaultBudget, RecipeModel, Workload};
+use zkh_model::check::{check, Acting, FaultBudget, RecipeModel, Workload};
 use zkh_scenarios::{export, lock_or_latch, Recipe, Scenario};
 
 #[derive(Parser)]
@@ -52,6 +52,12 @@ struct ModelArgs {
     /// `client-expire`, `leader-change`; or `none`.
     #[arg(long, default_value = "drop-reply=1,expire=1")]
     faults: String,
+    /// When applications act and what the resource accepts: `caught-up` (only with nothing in
+    /// flight to them, on a resource that accepts everything: judges the recipe), `fenced`
+    /// (whenever they believe, on a resource that refuses older tokens), `unfenced` (whenever
+    /// they believe, on a resource that accepts everything).
+    #[arg(long, default_value = "caught-up")]
+    acting: String,
 }
 
 #[derive(Args)]
@@ -102,7 +108,14 @@ fn parse(args: &ModelArgs) -> Result<Recipe, String> {
         ));
     }
     let budget = FaultBudget::parse(&args.faults).map_err(|e| format!("--faults: {e}"))?;
-    Recipe::new(&args.recipe, &args.variant, args.clients, budget)
+    let acting: Acting = serde_json::from_value(serde_json::Value::String(args.acting.clone()))
+        .map_err(|_| {
+            format!(
+                "--acting {:?}: expected caught-up, fenced or unfenced",
+                args.acting
+            )
+        })?;
+    Recipe::new(&args.recipe, &args.variant, args.clients, budget, acting)
 }
 
 fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckArgs) -> ExitCode {
@@ -142,6 +155,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             "variant": recipe.variant,
             "clients": recipe.clients,
             "faults": recipe.faults,
+            "acting": recipe.acting,
             "states": verdict.states,
             "unique_states": verdict.unique_states,
             "max_depth": verdict.max_depth,
@@ -153,8 +167,12 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         println!("{report}");
     } else {
         println!(
-            "{} ({}), {} clients, faults {}",
-            recipe.name, recipe.variant, recipe.clients, recipe.faults
+            "{} ({}), {} clients, faults {}, acting {}",
+            recipe.name,
+            recipe.variant,
+            recipe.clients,
+            recipe.faults,
+            serde_json::to_value(recipe.acting).expect("a name")
         );
         println!(
             "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s",

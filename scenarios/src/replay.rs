@@ -2,7 +2,6 @@
 
 use std::ops::Range;
 
-use zkh_recipes::fencing::Fencing;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
 use zkh_sim::run::run_seed;
@@ -15,11 +14,11 @@ fn parse<T: for<'de> serde::Deserialize<'de>>(name: &str) -> Result<T, String> {
         .map_err(|_| format!("the scenario names an unknown variant {name:?}"))
 }
 
-/// Runs `scenario` for `seed`: its recipe's workload, an unfenced resource, its faults.
+/// Runs `scenario` for `seed`: its recipe's workload, its resource, its faults.
 pub fn replay(scenario: &Scenario, seed: u64) -> Result<WorkloadOutcome, String> {
     let config = WorkloadConfig {
         clients: scenario.clients,
-        fencing: Fencing::Unfenced,
+        fencing: scenario.fencing,
         ..WorkloadConfig::default()
     };
     let plan = scenario.faults.clone();

@@ -3,14 +3,15 @@
 //! correct latch under the same scenario does not.
 #![cfg(madsim)]
 
-use zkh_model::check::{find_violation, FaultBudget};
+use zkh_model::check::{find_violation, Acting, FaultBudget};
 use zkh_scenarios::replay::reproducing_seeds;
 use zkh_scenarios::{export, Recipe, Scenario};
 
 #[test]
 fn the_no_owner_check_counterexample_replays_in_the_simulator() {
     let budget = FaultBudget::parse("client-expire=1").expect("a budget");
-    let recipe = Recipe::new("latch", "no-owner-check", 3, budget).expect("a recipe");
+    let recipe =
+        Recipe::new("latch", "no-owner-check", 3, budget, Acting::CaughtUp).expect("a recipe");
     let model = recipe.latch_model().expect("the latch");
     let violation = find_violation(&model).expect("the model checker finds CURATOR-696");
     assert_eq!(violation.property, "single acting master");

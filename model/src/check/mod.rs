@@ -25,10 +25,12 @@
 //! - `Deliver(c)`: client `c` processes the head of its inbox.
 //! - `Timer(c, id)`: a pending timer of `c` fires (there is no time: any timer may fire at any
 //!   point, which covers every schedule of delays).
-//! - `Act(c)`: the application acts on what it believes (sells under the lock, acts as leader),
-//!   only when it is *caught up*: its inbox and outbox are empty. A client acting on news still
-//!   in flight is the fencing problem, which the simulator covers with a fenced resource; what is
-//!   checked here is belief that stays wrong after everything has arrived.
+//! - `Act(c)`: the application acts on what it believes (sells under the lock, acts as leader).
+//!   By default ([`Acting::CaughtUp`]) only when it is *caught up*: its inbox and outbox are
+//!   empty, so what is checked is a belief that stays wrong after everything has arrived. A
+//!   client acting on news still in flight is the fencing problem: [`Acting::Fenced`] lets it
+//!   act at any time on a resource that refuses older tokens, [`Acting::Unfenced`] on one that
+//!   accepts everything (the `unfenced` positive control).
 //! - Faults, each within its budget ([`FaultBudget`]): `DropRequest(c)` (ConnectionLoss, not
 //!   applied), `DropReply(c)` (a write applied, then ConnectionLoss; a lost read reply is no
 //!   different from a lost request), `Expire(c)` (the server expires the
@@ -65,6 +67,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use stateright::{Expectation, Model, Property};
+use zkh_recipes::fencing::{FencedResource, Fencing};
 use zkh_recipes::machine::{Command, Input, Machine, OpId, TimerId};
 use zkh_recipes::{Request, SessionEvent, SessionId, WatchedEvent, ZkError};
 
@@ -133,6 +136,22 @@ impl FaultBudget {
         }
         Ok(budget)
     }
+}
+
+/// When an application acts on the resource, and what the resource accepts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Acting {
+    /// Only when caught up (nothing in flight to it), on a resource that accepts every write:
+    /// judges the recipe's belief itself.
+    #[default]
+    CaughtUp,
+    /// Whenever it believes it holds the role, on a fenced resource (older tokens refused):
+    /// judges the recipe with fencing, as it should be deployed.
+    Fenced,
+    /// Whenever it believes it holds the role, on a resource that accepts every write: the
+    /// `unfenced` positive control (a holder acting on news still in flight).
+    Unfenced,
 }
 
 /// A recipe with the application that exercises it, as the checker runs it.
@@ -241,6 +260,8 @@ pub struct State<W: Workload> {
     pub logs: Vec<Shared<Vec<Arc<HistoryEvent>>>>,
     /// The shared history's length at the last fault (0 if none).
     pub last_fault_at: u64,
+    /// The resource's fence (used when acting is [`Acting::Fenced`]).
+    pub resource: FencedResource,
     /// The verdicts of the workload's judges on this state's history, one bit each (a cache:
     /// they are computed once per state whose history changed, and are a function of it).
     pub verdicts: u8,
@@ -339,6 +360,8 @@ pub struct RecipeModel<W: Workload> {
     pub clients: usize,
     /// The fault budget.
     pub budget: FaultBudget,
+    /// When applications act, and what the resource accepts.
+    pub acting: Acting,
 }
 
 impl<W: Workload> RecipeModel<W> {
@@ -513,6 +536,7 @@ impl<W: Workload> Model for RecipeModel<W> {
             shared: Shared::new(Vec::new()),
             logs: vec![Shared::new(Vec::new()); self.clients],
             last_fault_at: 0,
+            resource: FencedResource::new(),
             verdicts: 0,
         };
         // The recipe's directory exists, as in a deployment: the race to create it is not what
@@ -567,16 +591,22 @@ impl<W: Workload> Model for RecipeModel<W> {
         // timers alone, before anything else, loses no behaviour the properties can tell apart
         // (they read each client's own order, and the order of side effects, which only `Act`
         // writes). This is the ample-set reduction; the state graph has no cycles, since every
-        // step grows a history, an id counter or the server's zxid.
-        if let Some((c, client)) = state
+        // step grows a history, an id counter or the server's zxid. It is not applied when the
+        // client could act on the resource before processing its news (acting other than
+        // caught-up): that stale act must be able to come after other clients' acts.
+        let first_with_news = state
             .clients
             .iter()
             .enumerate()
-            .find(|(_, client)| !client.inbox.is_empty())
-        {
-            actions.push(Action::Deliver(c));
-            actions.extend(client.timers.iter().map(|timer| Action::Timer(c, *timer)));
-            return;
+            .find(|(_, client)| !client.inbox.is_empty());
+        if let Some((c, client)) = first_with_news {
+            let may_act_stale =
+                self.acting != Acting::CaughtUp && self.workload.can_act(&client.app);
+            if !may_act_stale {
+                actions.push(Action::Deliver(c));
+                actions.extend(client.timers.iter().map(|timer| Action::Timer(c, *timer)));
+                return;
+            }
         }
         for (c, client) in state.clients.iter().enumerate() {
             if !client.outbox.is_empty() {
@@ -589,7 +619,8 @@ impl<W: Workload> Model for RecipeModel<W> {
                 actions.push(Action::Timer(c, *timer));
             }
             let caught_up = client.inbox.is_empty() && client.outbox.is_empty();
-            if caught_up && self.workload.can_act(&client.app) {
+            let may_act = caught_up || self.acting != Acting::CaughtUp;
+            if may_act && self.workload.can_act(&client.app) {
                 actions.push(Action::Act(c));
             }
         }
@@ -729,7 +760,18 @@ impl<W: Workload> RecipeModel<W> {
                     let mut client = next.client_mut(c);
                     self.workload.act(&mut client.app, &mut effects, c as u32)?
                 };
-                for effect in effects {
+                for mut effect in effects {
+                    if let HistoryEvent::SideEffect {
+                        token: Some(token),
+                        accepted,
+                        ..
+                    } = &mut effect
+                    {
+                        *accepted = match self.acting {
+                            Acting::Fenced => next.resource.admit(Fencing::Fenced, *token),
+                            Acting::CaughtUp | Acting::Unfenced => true,
+                        };
+                    }
                     Self::push(&mut next, effect);
                 }
                 for request in requests {
