@@ -5,8 +5,10 @@
 #![cfg(not(madsim))]
 
 use zkh_model::check::{
-    check, find_violation, Acting, FaultBudget, LatchWorkload, LockWorkload, RecipeModel, Workload,
+    check, find_violation, Acting, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload,
+    RecipeModel, Workload,
 };
+use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
 
@@ -150,4 +152,46 @@ fn unfenced_side_effects_break_mutual_exclusion_and_fencing_restores_it() {
         ..lock(LockVariant::Correct, "expire=1")
     };
     passes("fenced lock", &fenced, 628_271);
+}
+
+fn election(
+    variant: ElectionVariant,
+    faults: &str,
+    acting: Acting,
+) -> RecipeModel<ElectionWorkload> {
+    RecipeModel {
+        workload: ElectionWorkload { variant },
+        clients: 3,
+        budget: FaultBudget::parse(faults).expect("a budget"),
+        acting,
+    }
+}
+
+#[test]
+fn check_then_write_makes_two_leaders_and_the_election_under_its_latch_does_not() {
+    // As in the simulator: no faults, and a leader acting on news still in flight (there,
+    // delayed watch events) on a resource that takes every write.
+    let bad = election(ElectionVariant::CheckThenWrite, "none", Acting::Unfenced);
+    caught("check-then-write", &bad, "single acting master", 22);
+    let correct = check(&election(
+        ElectionVariant::Correct,
+        "none",
+        Acting::Unfenced,
+    ));
+    assert_eq!(
+        correct.violation, None,
+        "one leader, elected under the latch"
+    );
+    assert_eq!(correct.unique_states, 127_919, "the state count drifted");
+}
+
+#[test]
+fn the_correct_election_passes_three_clients_with_a_lost_reply() {
+    let verdict = check(&election(
+        ElectionVariant::Correct,
+        "drop-reply=1",
+        Acting::CaughtUp,
+    ));
+    assert_eq!(verdict.violation, None);
+    assert_eq!(verdict.unique_states, 2_532_488, "the state count drifted");
 }

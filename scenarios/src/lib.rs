@@ -24,7 +24,11 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use zkh_model::check::{Acting, Action, FaultBudget, LatchWorkload, LockWorkload, RecipeModel};
+use zkh_model::check::{
+    Acting, Action, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload, RecipeModel,
+    Workload,
+};
+use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::fencing::Fencing;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
@@ -34,7 +38,7 @@ use zkh_sim::fault::{Fault, FaultPlan, OpKind, ScriptedFault, ServerRef, Trigger
 /// A recipe, its variant and the shape of a check, as a command names them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recipe {
-    /// `lock` or `latch`.
+    /// `lock`, `latch` or `election`.
     pub name: String,
     /// The variant's name.
     pub variant: String,
@@ -57,6 +61,8 @@ pub enum RecipeKind {
     Lock(LockVariant),
     /// Curator's latch.
     Latch(LatchVariant),
+    /// Elastic-Job's per-job election.
+    Election(ElectionVariant),
 }
 
 fn variant<T: for<'de> Deserialize<'de>>(
@@ -84,13 +90,20 @@ impl Recipe {
                 variant_name,
                 "correct, trust-predecessor, no-owner-check",
             )?),
-            "election" | "job" | "master" => {
+            "election" => {
+                RecipeKind::Election(variant(name, variant_name, "correct, check-then-write")?)
+            }
+            "job" | "master" => {
                 return Err(format!(
                     "the model checker does not model the {name} recipe yet (modelled: lock, \
-                     latch); the simulator runs it: see README"
+                     latch, election); the simulator runs it: see README"
                 ))
             }
-            other => return Err(format!("unknown recipe {other:?} (known: lock, latch)")),
+            other => {
+                return Err(format!(
+                    "unknown recipe {other:?} (known: lock, latch, election)"
+                ))
+            }
         };
         Ok(Recipe {
             name: name.to_owned(),
@@ -103,29 +116,36 @@ impl Recipe {
         })
     }
 
+    fn model<W: Workload>(&self, workload: W) -> RecipeModel<W> {
+        RecipeModel {
+            workload,
+            clients: self.clients,
+            budget: self.budget,
+            acting: self.acting,
+        }
+    }
+
     /// The lock model, if this is the lock.
     pub fn lock_model(&self) -> Option<RecipeModel<LockWorkload>> {
         match self.kind {
-            RecipeKind::Lock(variant) => Some(RecipeModel {
-                workload: LockWorkload { variant },
-                clients: self.clients,
-                budget: self.budget,
-                acting: self.acting,
-            }),
-            RecipeKind::Latch(_) => None,
+            RecipeKind::Lock(variant) => Some(self.model(LockWorkload { variant })),
+            _ => None,
         }
     }
 
     /// The latch model, if this is the latch.
     pub fn latch_model(&self) -> Option<RecipeModel<LatchWorkload>> {
         match self.kind {
-            RecipeKind::Latch(variant) => Some(RecipeModel {
-                workload: LatchWorkload { variant },
-                clients: self.clients,
-                budget: self.budget,
-                acting: self.acting,
-            }),
-            RecipeKind::Lock(_) => None,
+            RecipeKind::Latch(variant) => Some(self.model(LatchWorkload { variant })),
+            _ => None,
+        }
+    }
+
+    /// The job election model, if this is the election.
+    pub fn election_model(&self) -> Option<RecipeModel<ElectionWorkload>> {
+        match self.kind {
+            RecipeKind::Election(variant) => Some(self.model(ElectionWorkload { variant })),
+            _ => None,
         }
     }
 
@@ -134,6 +154,7 @@ impl Recipe {
         match self.kind {
             RecipeKind::Lock(_) => zkh_model::check::LOCK_DIR,
             RecipeKind::Latch(_) => zkh_model::check::LATCH_DIR,
+            RecipeKind::Election(_) => zkh_model::check::JOB_DIR,
         }
     }
 }
@@ -160,7 +181,7 @@ pub fn budget_text(budget: &FaultBudget) -> String {
 
 /// Runs `$body` with `$model` bound to the recipe's model, whichever workload it is.
 #[macro_export]
-macro_rules! lock_or_latch {
+macro_rules! any_model {
     ($recipe:expr, $model:ident => $body:expr) => {
         match (&$recipe).kind {
             $crate::RecipeKind::Lock(_) => {
@@ -171,6 +192,10 @@ macro_rules! lock_or_latch {
                 let $model = (&$recipe).latch_model().expect("the latch");
                 $body
             }
+            $crate::RecipeKind::Election(_) => {
+                let $model = (&$recipe).election_model().expect("the election");
+                $body
+            }
         }
     };
 }
@@ -178,7 +203,7 @@ macro_rules! lock_or_latch {
 /// A counterexample as a scenario for the simulator.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
-    /// `lock` or `latch`.
+    /// `lock`, `latch` or `election`.
     pub recipe: String,
     /// The variant's name.
     pub variant: String,
@@ -209,10 +234,10 @@ fn op_kind(request: &Request) -> Option<(OpKind, &str)> {
 
 /// The scenario of a counterexample `path` of `recipe` that violated `violation`.
 pub fn export(recipe: &Recipe, violation: &str, path: &[Action]) -> Scenario {
-    lock_or_latch!(recipe, model => export_from(recipe, &model, violation, path))
+    any_model!(recipe, model => export_from(recipe, &model, violation, path))
 }
 
-fn export_from<W: zkh_model::check::Workload>(
+fn export_from<W: Workload>(
     recipe: &Recipe,
     model: &RecipeModel<W>,
     violation: &str,

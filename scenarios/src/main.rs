@@ -16,7 +16,7 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand};
 use stateright::Model;
 use zkh_model::check::{check, Acting, FaultBudget, RecipeModel, Workload};
-use zkh_scenarios::{export, lock_or_latch, Recipe, Scenario};
+use zkh_scenarios::{any_model, export, Recipe, Scenario};
 
 #[derive(Parser)]
 #[command(
@@ -39,10 +39,10 @@ enum Command {
 
 #[derive(Args)]
 struct ModelArgs {
-    /// The recipe: `lock` or `latch`.
+    /// The recipe: `lock`, `latch` or `election`.
     recipe: String,
     /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`;
-    /// latch: `trust-predecessor`, `no-owner-check`).
+    /// latch: `trust-predecessor`, `no-owner-check`; election: `check-then-write`).
     #[arg(long, default_value = "correct")]
     variant: String,
     /// Client processes.
@@ -87,9 +87,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Check(args) => parse(&args.model)
-            .map(|recipe| lock_or_latch!(recipe, model => run_check(model, &recipe, &args))),
-        Command::Explore(args) => parse(&args.model)
-            .map(|recipe| lock_or_latch!(recipe, model => explore(model, args.port))),
+            .map(|recipe| any_model!(recipe, model => run_check(model, &recipe, &args))),
+        Command::Explore(args) => {
+            parse(&args.model).map(|recipe| any_model!(recipe, model => explore(model, args.port)))
+        }
     };
     match outcome {
         Ok(code) => code,

@@ -2,10 +2,11 @@
 
 use std::ops::Range;
 
+use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
 use zkh_sim::run::run_seed;
-use zkh_sim::workload::{self, WorkloadConfig, WorkloadOutcome};
+use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
 
 use crate::Scenario;
 
@@ -33,6 +34,12 @@ pub fn replay(scenario: &Scenario, seed: u64) -> Result<WorkloadOutcome, String>
             let variant: LatchVariant = parse(&scenario.variant)?;
             Ok(run_seed(seed, 600, move |s| {
                 workload::job(s, variant, config, plan)
+            }))
+        }
+        "election" => {
+            let recipe = LeaderRecipe::Election(parse::<ElectionVariant>(&scenario.variant)?);
+            Ok(run_seed(seed, 600, move |s| {
+                workload::leader_job(s, recipe, config, plan)
             }))
         }
         other => Err(format!("the scenario names an unknown recipe {other:?}")),

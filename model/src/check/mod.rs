@@ -78,7 +78,10 @@ use crate::zookeeper::ZkModel;
 
 pub use run::{check, find_violation, Verdict, Violation};
 pub use shared::{Shared, SharedMut};
-pub use workloads::{LatchWorkload, LockWorkload, LATCH_DIR, LOCK_DIR, RESOURCE};
+pub use workloads::{
+    ElectionWorkload, LatchWorkload, LockWorkload, ELECTION_LATCH_DIR, JOB_DIR, LATCH_DIR,
+    LOCK_DIR, RESOURCE,
+};
 
 /// How many faults of each kind a check may inject.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -542,16 +545,18 @@ impl<W: Workload> Model for RecipeModel<W> {
         // The recipe's directory exists, as in a deployment: the race to create it is not what
         // is checked (the simulator and the unit tests cover it).
         let setup = state.zk_mut().open_session();
-        let dir = Request::Create {
-            path: self.workload.dir().to_owned(),
-            data: Vec::new(),
-            mode: zkh_recipes::CreateMode::Persistent,
-        };
-        let created = state.zk_mut().apply(setup, &dir).reply.into_response();
-        assert!(
-            created.is_ok(),
-            "the model creates the recipe's directory: {created:?}"
-        );
+        for path in zkh_recipes::path::ancestors(self.workload.dir()) {
+            let dir = Request::Create {
+                path,
+                data: Vec::new(),
+                mode: zkh_recipes::CreateMode::Persistent,
+            };
+            let created = state.zk_mut().apply(setup, &dir).reply.into_response();
+            assert!(
+                created.is_ok(),
+                "the model creates the recipe's directory: {created:?}"
+            );
+        }
         state.zk_mut().close_session(setup);
         let mut starts = Vec::new();
         for index in 0..self.clients {

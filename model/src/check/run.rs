@@ -20,7 +20,7 @@ pub struct Violation {
 /// The outcome of a check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
-    /// States generated (with repeats).
+    /// States generated (with repeats), until the end or the first violation.
     pub states: usize,
     /// Distinct states.
     pub unique_states: usize,
@@ -28,23 +28,37 @@ pub struct Verdict {
     pub max_depth: usize,
     /// The first `always` or `eventually` property that failed, if any.
     pub violation: Option<Violation>,
-    /// `sometimes` properties that no state reached (a pass with any of these is an empty one).
+    /// `sometimes` properties that no state reached (a pass with any of these is an empty one;
+    /// empty after a violation, where the search stopped early).
     pub unreached: Vec<&'static str>,
 }
 
-/// Checks every state of `model`.
+/// Checks every state of `model`, stopping at the first violation (a known-bad variant's state
+/// space can be unbounded, e.g. two instances deleting each other's node for ever); a
+/// violation is then shortened by iterative deepening.
 pub fn check<W: Workload>(model: &RecipeModel<W>) -> Verdict {
-    let checker = model.clone().checker().threads(1).spawn_bfs().join();
+    let checker = model
+        .clone()
+        .checker()
+        .threads(1)
+        .finish_when(HasDiscoveries::AnyFailures)
+        .spawn_bfs()
+        .join();
     let discoveries = checker.discoveries();
     let properties = model.properties();
     let failed = properties
         .iter()
         .find(|p| p.expectation != Expectation::Sometimes && discoveries.contains_key(p.name));
-    let unreached = properties
-        .iter()
-        .filter(|p| p.expectation == Expectation::Sometimes && !discoveries.contains_key(p.name))
-        .map(|p| p.name)
-        .collect();
+    let unreached = match failed {
+        Some(_) => Vec::new(),
+        None => properties
+            .iter()
+            .filter(|p| {
+                p.expectation == Expectation::Sometimes && !discoveries.contains_key(p.name)
+            })
+            .map(|p| p.name)
+            .collect(),
+    };
     let violation = failed.map(|property| {
         let found = discoveries[property.name].clone().into_actions();
         Violation {

@@ -7,11 +7,15 @@
 //!   twice while it believes it leads.
 //!   Judged by "single acting master" (no act from a term older than one already seen) and
 //!   "herd free".
+//! - **Job election** ([`ElectionWorkload`]): Elastic-Job's per-job election, the same
+//!   application and properties as the latch; "herd free" is judged on the election's latch
+//!   (every instance watching the leader's instance node is the design, not a herd).
 //!
 //! Every write is an `Act`, taken only when the client is caught up (see the model's docs).
 //! Both resources accept every write: what is judged is the recipe, not fencing.
 
 use stateright::Expectation;
+use zkh_recipes::election::{ElectionMachine, ElectionReport, ElectionRequest, ElectionVariant};
 use zkh_recipes::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
 use zkh_recipes::lock::{LockMachine, LockReport, LockRequest, LockVariant};
 
@@ -189,9 +193,9 @@ pub const LATCH_DIR: &str = "/latch";
 /// How many times a leader acts in one leadership.
 const ACTS_PER_TERM: u8 = 2;
 
-/// A latch client's application.
+/// A leader's application (latch and job election).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct LatchApp {
+pub struct LeaderApp {
     /// The token of the leadership it believes it holds.
     pub leading: Option<i64>,
     /// Acts in this leadership.
@@ -202,16 +206,16 @@ impl Workload for LatchWorkload {
     type Machine = LatchMachine;
     type Request = LatchRequest;
     type Report = LatchReport;
-    type App = LatchApp;
+    type App = LeaderApp;
 
     fn dir(&self) -> &str {
         LATCH_DIR
     }
 
-    fn client(&self, index: usize) -> (LatchMachine, LatchApp, Vec<LatchRequest>) {
+    fn client(&self, index: usize) -> (LatchMachine, LeaderApp, Vec<LatchRequest>) {
         let name = format!("p{index}");
         let machine = LatchMachine::new(self.variant, LATCH_DIR, &name, &format!("c{index}"));
-        let app = LatchApp {
+        let app = LeaderApp {
             leading: None,
             acts: 0,
         };
@@ -220,7 +224,7 @@ impl Workload for LatchWorkload {
 
     fn on_report(
         &self,
-        app: &mut LatchApp,
+        app: &mut LeaderApp,
         report: LatchReport,
         effects: &mut Vec<HistoryEvent>,
         client: u32,
@@ -228,7 +232,7 @@ impl Workload for LatchWorkload {
         match report {
             LatchReport::Leader { token } => {
                 effects.push(role(client, "leader", Some(token)));
-                *app = LatchApp {
+                *app = LeaderApp {
                     leading: Some(token),
                     acts: 0,
                 };
@@ -244,7 +248,7 @@ impl Workload for LatchWorkload {
 
     fn act(
         &self,
-        app: &mut LatchApp,
+        app: &mut LeaderApp,
         effects: &mut Vec<HistoryEvent>,
         client: u32,
     ) -> Option<Vec<LatchRequest>> {
@@ -257,11 +261,11 @@ impl Workload for LatchWorkload {
         Some(Vec::new())
     }
 
-    fn can_act(&self, app: &LatchApp) -> bool {
+    fn can_act(&self, app: &LeaderApp) -> bool {
         app.leading.is_some() && app.acts < ACTS_PER_TERM
     }
 
-    fn finished(&self, _: &LatchApp) -> bool {
+    fn finished(&self, _: &LeaderApp) -> bool {
         false
     }
 
@@ -283,6 +287,104 @@ impl Workload for LatchWorkload {
             judge("a waiter was woken", Sometimes, |h, _| {
                 sometimes::waiter_woken(h, LATCH_DIR)
             }),
+        ]
+    }
+}
+
+/// The job election workload: elect, act on leadership, as for the latch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ElectionWorkload {
+    /// The election's variant.
+    pub variant: ElectionVariant,
+}
+
+/// The job's root.
+pub const JOB_DIR: &str = "/job";
+/// The election's latch, where instances queue.
+pub const ELECTION_LATCH_DIR: &str = "/job/leader/election/latch";
+
+impl Workload for ElectionWorkload {
+    type Machine = ElectionMachine;
+    type Request = ElectionRequest;
+    type Report = ElectionReport;
+    type App = LeaderApp;
+
+    fn dir(&self) -> &str {
+        ELECTION_LATCH_DIR
+    }
+
+    fn client(&self, index: usize) -> (ElectionMachine, LeaderApp, Vec<ElectionRequest>) {
+        let instance = format!("i{index}");
+        let machine = ElectionMachine::new(self.variant, JOB_DIR, &instance, &format!("c{index}"));
+        let app = LeaderApp {
+            leading: None,
+            acts: 0,
+        };
+        (machine, app, vec![ElectionRequest::Elect])
+    }
+
+    fn on_report(
+        &self,
+        app: &mut LeaderApp,
+        report: ElectionReport,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Vec<ElectionRequest> {
+        match report {
+            ElectionReport::Leader { token } => {
+                effects.push(role(client, "leader", Some(token)));
+                *app = LeaderApp {
+                    leading: Some(token),
+                    acts: 0,
+                };
+            }
+            ElectionReport::NotLeader | ElectionReport::Follower => {
+                if app.leading.take().is_some() {
+                    effects.push(role(client, "none", None));
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    fn act(
+        &self,
+        app: &mut LeaderApp,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Option<Vec<ElectionRequest>> {
+        let token = app.leading?;
+        if app.acts >= ACTS_PER_TERM {
+            return None;
+        }
+        app.acts += 1;
+        effects.push(write(client, token, "act"));
+        Some(Vec::new())
+    }
+
+    fn can_act(&self, app: &LeaderApp) -> bool {
+        app.leading.is_some() && app.acts < ACTS_PER_TERM
+    }
+
+    fn finished(&self, _: &LeaderApp) -> bool {
+        false
+    }
+
+    fn judges() -> Vec<Judge<Self>> {
+        use Expectation::{Always, Eventually, Sometimes};
+        vec![
+            judge("single acting master", Always, |h, _| {
+                properties::single_acting_master(h, RESOURCE)
+            }),
+            judge("herd free", Always, |h, _| {
+                properties::herd_free(h, ELECTION_LATCH_DIR)
+            }),
+            judge("leader elected", Eventually, |h, s| elected(h, s, "leader")),
+            judge(
+                "leadership changed hands after a loss",
+                Sometimes,
+                |h, _| sometimes::role_changed_hands_after_a_loss(h, &["leader"]),
+            ),
         ]
     }
 }
