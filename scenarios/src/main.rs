@@ -7,7 +7,8 @@
 //! - `zkharness explore <recipe>` serves stateright's Explorer on 127.0.0.1 to walk the states
 //!   by hand.
 //!
-//! Exit status: 0 when the check passes, 1 on a violation, 64 on bad input.
+//! Exit status: 0 when the check passes, 1 on a violation, 2 when it gave up at its state limit
+//! without finding one, 64 on bad input.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +16,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 use stateright::Model;
-use zkh_model::check::{check, Acting, FaultBudget, RecipeModel, Workload};
+use zkh_model::check::{check_at_most, Acting, FaultBudget, RecipeModel, Workload};
 use zkh_scenarios::{any_model, export, Recipe, Scenario};
 
 #[derive(Parser)]
@@ -67,6 +68,10 @@ struct CheckArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Give up after about this many generated states (a known-bad variant stops at its first
+    /// violation; a pass explores everything). Exit code 2 when it gives up.
+    #[arg(long, default_value_t = 20_000_000)]
+    max_states: usize,
     /// Write a counterexample, if one is found, as a scenario file (JSON) the simulator replays.
     #[arg(long, value_name = "FILE")]
     export: Option<PathBuf>,
@@ -121,7 +126,7 @@ fn parse(args: &ModelArgs) -> Result<Recipe, String> {
 
 fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckArgs) -> ExitCode {
     let started = Instant::now();
-    let verdict = check(&model);
+    let verdict = check_at_most(&model, Some(args.max_states));
     let seconds = started.elapsed().as_secs_f64();
     let per_second = verdict.unique_states as f64 / seconds.max(1e-9);
     let final_state = verdict.violation.as_ref().map(|violation| {
@@ -149,6 +154,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 "violation": violation.property,
                 "path": steps,
             }),
+            _ if !verdict.complete => serde_json::json!("incomplete"),
             _ => serde_json::json!("pass"),
         };
         let report = serde_json::json!({
@@ -202,11 +208,18 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                     println!("exported to {}", path.display());
                 }
             }
+            _ if !verdict.complete => println!(
+                "INCOMPLETE: no violation in the first {} states; the check gave up at \
+                 --max-states {}",
+                verdict.states, args.max_states
+            ),
             _ => println!("no violation"),
         }
     }
     if verdict.violation.is_some() {
         ExitCode::from(1)
+    } else if !verdict.complete {
+        ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
     }

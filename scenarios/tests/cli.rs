@@ -139,3 +139,11 @@ fn explore_serves_the_explorer_on_localhost() {
     assert!(body.contains("200"), "the explorer answers: {body}");
     assert!(body.contains("unique_state_count"), "{body}");
 }
+
+#[test]
+fn a_check_that_reaches_its_state_limit_says_so_and_exits_2() {
+    let (code, stdout, _) = zkharness(&["check", "lock", "--max-states", "1000", "--json"]);
+    assert_eq!(code, 2, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["result"], "incomplete");
+}

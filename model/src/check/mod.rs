@@ -76,7 +76,7 @@ use crate::properties::Finding;
 use crate::request::Notification;
 use crate::zookeeper::ZkModel;
 
-pub use run::{check, find_violation, Verdict, Violation};
+pub use run::{check, check_at_most, find_violation, Verdict, Violation};
 pub use shared::{Shared, SharedMut};
 pub use workloads::{
     ElectionWorkload, LatchWorkload, LockWorkload, ELECTION_LATCH_DIR, JOB_DIR, LATCH_DIR,

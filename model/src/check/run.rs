@@ -28,6 +28,9 @@ pub struct Verdict {
     pub max_depth: usize,
     /// The first `always` or `eventually` property that failed, if any.
     pub violation: Option<Violation>,
+    /// Whether every state was explored (or a violation found); false when the search gave up
+    /// at its state limit.
+    pub complete: bool,
     /// `sometimes` properties that no state reached (a pass with any of these is an empty one;
     /// empty after a violation, where the search stopped early).
     pub unreached: Vec<&'static str>,
@@ -37,13 +40,21 @@ pub struct Verdict {
 /// space can be unbounded, e.g. two instances deleting each other's node for ever); a
 /// violation is then shortened by iterative deepening.
 pub fn check<W: Workload>(model: &RecipeModel<W>) -> Verdict {
-    let checker = model
+    check_at_most(model, None)
+}
+
+/// [`check`], giving up after about `max_states` generated states (the verdict then says it is
+/// incomplete unless it found a violation).
+pub fn check_at_most<W: Workload>(model: &RecipeModel<W>, max_states: Option<usize>) -> Verdict {
+    let mut builder = model
         .clone()
         .checker()
         .threads(1)
-        .finish_when(HasDiscoveries::AnyFailures)
-        .spawn_bfs()
-        .join();
+        .finish_when(HasDiscoveries::AnyFailures);
+    if let Some(max_states) = max_states {
+        builder = builder.target_state_count(max_states);
+    }
+    let checker = builder.spawn_bfs().join();
     let discoveries = checker.discoveries();
     let properties = model.properties();
     let failed = properties
@@ -66,12 +77,16 @@ pub fn check<W: Workload>(model: &RecipeModel<W>) -> Verdict {
             path: shortest(model, property.name, found),
         }
     });
+    let complete = violation.is_some()
+        || max_states.is_none_or(|max_states| checker.state_count() < max_states);
+    let unreached = if complete { unreached } else { Vec::new() };
     Verdict {
         states: checker.state_count(),
         unique_states: checker.unique_state_count(),
         max_depth: checker.max_depth(),
         violation,
         unreached,
+        complete,
     }
 }
 
