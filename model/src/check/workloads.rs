@@ -202,6 +202,48 @@ pub struct LeaderApp {
     pub acts: u8,
 }
 
+impl LeaderApp {
+    fn waiting() -> LeaderApp {
+        LeaderApp {
+            leading: None,
+            acts: 0,
+        }
+    }
+
+    /// Leadership gained with `token`, or lost (`None`).
+    fn leadership(&mut self, token: Option<i64>, effects: &mut Vec<HistoryEvent>, client: u32) {
+        match token {
+            Some(token) => {
+                effects.push(role(client, "leader", Some(token)));
+                *self = LeaderApp {
+                    leading: Some(token),
+                    acts: 0,
+                };
+            }
+            None => {
+                if self.leading.take().is_some() {
+                    effects.push(role(client, "none", None));
+                }
+            }
+        }
+    }
+
+    /// Acts on the resource while it believes it leads, [`ACTS_PER_TERM`] times a term.
+    fn act(&mut self, effects: &mut Vec<HistoryEvent>, client: u32) -> Option<()> {
+        let token = self.leading?;
+        if self.acts >= ACTS_PER_TERM {
+            return None;
+        }
+        self.acts += 1;
+        effects.push(write(client, token, "act"));
+        Some(())
+    }
+
+    fn can_act(&self) -> bool {
+        self.leading.is_some() && self.acts < ACTS_PER_TERM
+    }
+}
+
 impl Workload for LatchWorkload {
     type Machine = LatchMachine;
     type Request = LatchRequest;
@@ -215,11 +257,7 @@ impl Workload for LatchWorkload {
     fn client(&self, index: usize) -> (LatchMachine, LeaderApp, Vec<LatchRequest>) {
         let name = format!("p{index}");
         let machine = LatchMachine::new(self.variant, LATCH_DIR, &name, &format!("c{index}"));
-        let app = LeaderApp {
-            leading: None,
-            acts: 0,
-        };
-        (machine, app, vec![LatchRequest::Start])
+        (machine, LeaderApp::waiting(), vec![LatchRequest::Start])
     }
 
     fn on_report(
@@ -229,20 +267,11 @@ impl Workload for LatchWorkload {
         effects: &mut Vec<HistoryEvent>,
         client: u32,
     ) -> Vec<LatchRequest> {
-        match report {
-            LatchReport::Leader { token } => {
-                effects.push(role(client, "leader", Some(token)));
-                *app = LeaderApp {
-                    leading: Some(token),
-                    acts: 0,
-                };
-            }
-            LatchReport::NotLeader | LatchReport::Closed | LatchReport::Failed(_) => {
-                if app.leading.take().is_some() {
-                    effects.push(role(client, "none", None));
-                }
-            }
-        }
+        let token = match report {
+            LatchReport::Leader { token } => Some(token),
+            LatchReport::NotLeader | LatchReport::Closed | LatchReport::Failed(_) => None,
+        };
+        app.leadership(token, effects, client);
         Vec::new()
     }
 
@@ -252,17 +281,11 @@ impl Workload for LatchWorkload {
         effects: &mut Vec<HistoryEvent>,
         client: u32,
     ) -> Option<Vec<LatchRequest>> {
-        let token = app.leading?;
-        if app.acts >= ACTS_PER_TERM {
-            return None;
-        }
-        app.acts += 1;
-        effects.push(write(client, token, "act"));
-        Some(Vec::new())
+        app.act(effects, client).map(|()| Vec::new())
     }
 
     fn can_act(&self, app: &LeaderApp) -> bool {
-        app.leading.is_some() && app.acts < ACTS_PER_TERM
+        app.can_act()
     }
 
     fn finished(&self, _: &LeaderApp) -> bool {
@@ -316,11 +339,7 @@ impl Workload for ElectionWorkload {
     fn client(&self, index: usize) -> (ElectionMachine, LeaderApp, Vec<ElectionRequest>) {
         let instance = format!("i{index}");
         let machine = ElectionMachine::new(self.variant, JOB_DIR, &instance, &format!("c{index}"));
-        let app = LeaderApp {
-            leading: None,
-            acts: 0,
-        };
-        (machine, app, vec![ElectionRequest::Elect])
+        (machine, LeaderApp::waiting(), vec![ElectionRequest::Elect])
     }
 
     fn on_report(
@@ -330,20 +349,11 @@ impl Workload for ElectionWorkload {
         effects: &mut Vec<HistoryEvent>,
         client: u32,
     ) -> Vec<ElectionRequest> {
-        match report {
-            ElectionReport::Leader { token } => {
-                effects.push(role(client, "leader", Some(token)));
-                *app = LeaderApp {
-                    leading: Some(token),
-                    acts: 0,
-                };
-            }
-            ElectionReport::NotLeader | ElectionReport::Follower => {
-                if app.leading.take().is_some() {
-                    effects.push(role(client, "none", None));
-                }
-            }
-        }
+        let token = match report {
+            ElectionReport::Leader { token } => Some(token),
+            ElectionReport::NotLeader | ElectionReport::Follower => None,
+        };
+        app.leadership(token, effects, client);
         Vec::new()
     }
 
@@ -353,17 +363,11 @@ impl Workload for ElectionWorkload {
         effects: &mut Vec<HistoryEvent>,
         client: u32,
     ) -> Option<Vec<ElectionRequest>> {
-        let token = app.leading?;
-        if app.acts >= ACTS_PER_TERM {
-            return None;
-        }
-        app.acts += 1;
-        effects.push(write(client, token, "act"));
-        Some(Vec::new())
+        app.act(effects, client).map(|()| Vec::new())
     }
 
     fn can_act(&self, app: &LeaderApp) -> bool {
-        app.leading.is_some() && app.acts < ACTS_PER_TERM
+        app.can_act()
     }
 
     fn finished(&self, _: &LeaderApp) -> bool {
