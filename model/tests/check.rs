@@ -6,7 +6,7 @@
 
 use zkh_model::check::{
     check, find_violation, Acting, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload,
-    RecipeModel, Workload,
+    MasterWorkload, RecipeModel, Workload,
 };
 use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
@@ -194,4 +194,15 @@ fn the_correct_election_passes_three_clients_with_a_lost_reply() {
     ));
     assert_eq!(verdict.violation, None);
     assert_eq!(verdict.unique_states, 2_532_488, "the state count drifted");
+}
+
+#[test]
+fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
+    let model = RecipeModel {
+        workload: MasterWorkload,
+        clients: 3,
+        budget: FaultBudget::STANDARD,
+        acting: Acting::CaughtUp,
+    };
+    passes("master", &model, 62_506);
 }

@@ -40,7 +40,7 @@ enum Command {
 
 #[derive(Args)]
 struct ModelArgs {
-    /// The recipe: `lock`, `latch` or `election`.
+    /// The recipe: `lock`, `latch`, `election` or `master`.
     recipe: String,
     /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`;
     /// latch: `trust-predecessor`, `no-owner-check`; election: `check-then-write`).

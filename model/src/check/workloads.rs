@@ -10,6 +10,7 @@
 //! - **Job election** ([`ElectionWorkload`]): Elastic-Job's per-job election, the same
 //!   application and properties as the latch; "herd free" is judged on the election's latch
 //!   (every instance watching the leader's instance node is the design, not a herd).
+//! - **Master** ([`MasterWorkload`]): the book's `runForMaster`, the same application.
 //!
 //! Every write is an `Act`, taken only when the client is caught up (see the model's docs).
 //! Both resources accept every write: what is judged is the recipe, not fencing.
@@ -18,6 +19,7 @@ use stateright::Expectation;
 use zkh_recipes::election::{ElectionMachine, ElectionReport, ElectionRequest, ElectionVariant};
 use zkh_recipes::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
 use zkh_recipes::lock::{LockMachine, LockReport, LockRequest, LockVariant};
+use zkh_recipes::master::{MasterMachine, MasterReport, MasterRequest};
 
 use super::{Judge, State, Workload};
 use crate::history::{History, HistoryEvent};
@@ -386,6 +388,78 @@ impl Workload for ElectionWorkload {
             judge("leader elected", Eventually, |h, s| elected(h, s, "leader")),
             judge(
                 "leadership changed hands after a loss",
+                Sometimes,
+                |h, _| sometimes::role_changed_hands_after_a_loss(h, &["leader"]),
+            ),
+        ]
+    }
+}
+
+/// The master election workload (the ZooKeeper book's `runForMaster`): run for master, act on
+/// mastership, as for the latch. Every backup watches the master's node by the recipe's design,
+/// so "herd free" is not judged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MasterWorkload;
+
+/// The master's node.
+pub const MASTER_PATH: &str = "/app/master";
+
+impl Workload for MasterWorkload {
+    type Machine = MasterMachine;
+    type Request = MasterRequest;
+    type Report = MasterReport;
+    type App = LeaderApp;
+
+    fn dir(&self) -> &str {
+        "/app"
+    }
+
+    fn client(&self, index: usize) -> (MasterMachine, LeaderApp, Vec<MasterRequest>) {
+        let machine = MasterMachine::new(MASTER_PATH, &format!("m{index}"));
+        (machine, LeaderApp::waiting(), vec![MasterRequest::Run])
+    }
+
+    fn on_report(
+        &self,
+        app: &mut LeaderApp,
+        report: MasterReport,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Vec<MasterRequest> {
+        let token = match report {
+            MasterReport::Master { token } => Some(token),
+            MasterReport::Backup | MasterReport::Stopped => None,
+        };
+        app.leadership(token, effects, client);
+        Vec::new()
+    }
+
+    fn act(
+        &self,
+        app: &mut LeaderApp,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Option<Vec<MasterRequest>> {
+        app.act(effects, client).map(|()| Vec::new())
+    }
+
+    fn can_act(&self, app: &LeaderApp) -> bool {
+        app.can_act()
+    }
+
+    fn finished(&self, _: &LeaderApp) -> bool {
+        false
+    }
+
+    fn judges() -> Vec<Judge<Self>> {
+        use Expectation::{Always, Eventually, Sometimes};
+        vec![
+            judge("single acting master", Always, |h, _| {
+                properties::single_acting_master(h, RESOURCE)
+            }),
+            judge("leader elected", Eventually, |h, s| elected(h, s, "leader")),
+            judge(
+                "mastership changed hands after a loss",
                 Sometimes,
                 |h, _| sometimes::role_changed_hands_after_a_loss(h, &["leader"]),
             ),
