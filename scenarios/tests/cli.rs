@@ -65,7 +65,10 @@ fn bad_input_names_the_problem_and_exits_64() {
             "--faults: fault budget",
         ),
         (vec!["check", "lock", "--clients", "9"], "--clients 9"),
-        (vec!["check", "job"], "does not model the job recipe (sharding and failover) yet"),
+        (
+            vec!["check", "job"],
+            "does not model the job recipe (sharding and failover) yet",
+        ),
     ] {
         let (code, _, stderr) = zkharness(&args);
         assert_eq!(code, 64, "{args:?}");
