@@ -105,6 +105,8 @@ mod sweep {
         let next = Arc::new(AtomicU64::new(0));
         let results = Arc::new(Mutex::new(Vec::new()));
         let seeds = Arc::new(seeds);
+        // Wall time for the speed line only, read outside every simulated run: the runs' results
+        // depend on their seeds alone.
         let started = std::time::Instant::now();
         let workers: Vec<_> = (0..threads)
             .map(|_| {

@@ -24,7 +24,7 @@ use crate::clock::SimClock;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::fault::FaultPlan;
 use crate::net::Net;
-use crate::workload::WorkloadOutcome;
+use crate::workload::{record, WorkloadOutcome};
 
 /// The job's root path.
 pub const JOB: &str = "/orders-job";
@@ -63,13 +63,6 @@ impl Default for ShardedConfig {
             judged_from_ms: None,
         }
     }
-}
-
-fn record(history: &Arc<Mutex<History>>, net: &Net, event: HistoryEvent) {
-    history
-        .lock()
-        .expect("history mutex")
-        .push(net.now_us(), event);
 }
 
 /// Records `client`'s reports until its driver stops.

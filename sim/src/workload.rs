@@ -106,7 +106,8 @@ struct Stock {
 /// The initial stock: more than the clients can sell in a run, so they keep contending.
 const INITIAL_STOCK: i64 = 100_000;
 
-fn record(history: &Arc<Mutex<History>>, net: &Net, event: HistoryEvent) {
+/// Appends `event` to the run's history at the simulated time now.
+pub(crate) fn record(history: &Arc<Mutex<History>>, net: &Net, event: HistoryEvent) {
     history
         .lock()
         .expect("history mutex")
