@@ -9,6 +9,7 @@ mod support;
 use support::paused_runtime as runtime;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +17,9 @@ use zkh_model::memory::InjectedFault;
 use zkh_model::{MemoryClient, MemoryEnsemble};
 use zkh_recipes::elastic_job::{JobInstance, JobMachine, JobReport, JobVariant};
 use zkh_recipes::real::TokioClock;
-use zkh_recipes::{CreateMode, ZkClient};
+use zkh_recipes::{
+    ClientEvent, CreateMode, Created, MultiError, Op, OpResult, SessionId, Stat, ZkClient, ZkError,
+};
 
 const JOB: &str = "/orders-job";
 const ITEMS: u32 = 8;
@@ -239,35 +242,114 @@ fn an_owner_skips_take_off_items_that_another_instance_has_taken_over() {
     });
 }
 
+/// A client that loses the reply to its `n`-th `setData` (an Elastic-Job claim): applied, then
+/// `ConnectionLoss`.
+struct LosesClaimReply {
+    inner: MemoryClient,
+    set_data_calls: AtomicUsize,
+    lose_at: usize,
+}
+
+impl ZkClient for LosesClaimReply {
+    fn session_id(&self) -> SessionId {
+        self.inner.session_id()
+    }
+    async fn create(&self, path: &str, data: &[u8], mode: CreateMode) -> Result<Created, ZkError> {
+        self.inner.create(path, data, mode).await
+    }
+    async fn delete(&self, path: &str, version: i32) -> Result<(), ZkError> {
+        self.inner.delete(path, version).await
+    }
+    async fn exists(&self, path: &str, watch: bool) -> Result<Option<Stat>, ZkError> {
+        self.inner.exists(path, watch).await
+    }
+    async fn get_data(&self, path: &str, watch: bool) -> Result<(Vec<u8>, Stat), ZkError> {
+        self.inner.get_data(path, watch).await
+    }
+    async fn get_children(&self, path: &str, watch: bool) -> Result<(Vec<String>, Stat), ZkError> {
+        self.inner.get_children(path, watch).await
+    }
+    async fn set_data(&self, path: &str, data: &[u8], version: i32) -> Result<Stat, ZkError> {
+        if self.set_data_calls.fetch_add(1, Ordering::SeqCst) + 1 == self.lose_at {
+            self.inner.inject(InjectedFault::DropReply);
+        }
+        self.inner.set_data(path, data, version).await
+    }
+    async fn multi(&self, ops: &[Op]) -> Result<Vec<OpResult>, MultiError> {
+        self.inner.multi(ops).await
+    }
+    async fn sync(&self, path: &str) -> Result<(), ZkError> {
+        self.inner.sync(path).await
+    }
+    async fn next_event(&self) -> Option<ClientEvent> {
+        self.inner.next_event().await
+    }
+    fn try_next_event(&self) -> Option<ClientEvent> {
+        self.inner.try_next_event()
+    }
+}
+
 #[test]
-fn a_lost_reply_anywhere_in_a_cycle_still_runs_each_item_once() {
-    // Lose the reply of the k-th operation after cycle 2's trigger, for every k up to past the
-    // end of the cycle: the claims' replies among them.
-    for k in 0..40 {
+fn a_claim_whose_reply_is_lost_is_read_back_and_its_item_runs_once() {
+    // One instance owns all 8 items: cycle 1 makes claims 1 to 8, cycle 2 claims 9 to 16.
+    for lose_at in 1..=16 {
         runtime().block_on(async {
             let ensemble = MemoryEnsemble::new();
-            let a = start(&ensemble, JobVariant::Correct, "a");
+            let client = Arc::new(LosesClaimReply {
+                inner: ensemble.connect(),
+                set_data_calls: AtomicUsize::new(0),
+                lose_at,
+            });
+            let machine = JobMachine::new(JobVariant::Correct, JOB, "a", "uuid-a", ITEMS);
+            let (job, driver) =
+                JobInstance::start(Arc::clone(&client), Arc::new(TokioClock), machine);
+            tokio::spawn(driver);
             settle().await;
-            a.job.trigger(1);
+            job.trigger(1);
+            settle().await;
+            job.trigger(2);
             settle().await;
             let mut runs = Runs::new();
-            a.job.trigger(2);
-            for _ in 0..k {
-                tokio::task::yield_now().await;
+            while let Some(report) = job.try_report() {
+                if let JobReport::Executed {
+                    item,
+                    cycle,
+                    failover,
+                    ..
+                } = report
+                {
+                    runs.entry((item, cycle))
+                        .or_default()
+                        .push(("a".into(), failover));
+                }
             }
-            a.client.inject(InjectedFault::DropReply);
-            settle().await;
-            collect(&[&a], &mut runs);
+            assert_eq!(
+                client.set_data_calls.load(Ordering::SeqCst),
+                16,
+                "lose_at={lose_at}: a lost claim is read back, not made again"
+            );
             for item in 0..ITEMS {
-                assert_eq!(runs[&(item, 1)].len(), 1, "k={k}: item {item} cycle 1");
-                assert_eq!(runs[&(item, 2)].len(), 1, "k={k}: item {item} cycle 2");
+                assert_eq!(
+                    runs[&(item, 1)].len(),
+                    1,
+                    "lose_at={lose_at}: item {item} cycle 1"
+                );
+                assert_eq!(
+                    runs[&(item, 2)].len(),
+                    1,
+                    "lose_at={lose_at}: item {item} cycle 2"
+                );
             }
             let claim = ensemble.inspect(|m| {
                 m.tree()
                     .get(&format!("{JOB}/sharding/7"))
                     .map(|n| n.data.clone())
             });
-            assert_eq!(claim.as_deref(), Some(b"2 a".as_slice()), "k={k}");
+            assert_eq!(
+                claim.as_deref(),
+                Some(b"2 a".as_slice()),
+                "lose_at={lose_at}"
+            );
         });
     }
 }
