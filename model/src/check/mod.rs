@@ -79,8 +79,8 @@ use crate::zookeeper::ZkModel;
 pub use run::{check, check_at_most, find_violation, Verdict, Violation};
 pub use shared::{Shared, SharedMut};
 pub use workloads::{
-    ElectionWorkload, LatchWorkload, LockWorkload, MasterWorkload, ELECTION_LATCH_DIR, JOB_DIR,
-    LATCH_DIR, LOCK_DIR, MASTER_PATH, RESOURCE,
+    ElectionWorkload, LatchWorkload, LeaderApp, LeaderRecipe, LockWorkload, MasterWorkload,
+    ELECTION_LATCH_DIR, JOB_DIR, LATCH_DIR, LOCK_DIR, MASTER_PATH, RESOURCE,
 };
 
 /// How many faults of each kind a check may inject.

@@ -3,22 +3,24 @@
 //! - **Lock** ([`LockWorkload`]): each client acquires the lock once; holding it, it writes
 //!   "reserve" to the resource with its token, then "sell", then releases. Judged
 //!   by "mutual exclusion" (no two critical sections' writes interleave) and "herd free".
-//! - **Latch** ([`LatchWorkload`]): each client starts the latch; a leader acts on the resource
-//!   twice while it believes it leads.
-//!   Judged by "single acting master" (no act from a term older than one already seen) and
-//!   "herd free".
-//! - **Job election** ([`ElectionWorkload`]): Elastic-Job's per-job election, the same
-//!   application and properties as the latch; "herd free" is judged on the election's latch
-//!   (every instance watching the leader's instance node is the design, not a herd).
-//! - **Master** ([`MasterWorkload`]): the book's `runForMaster`, the same application.
+//! - **Leaders** ([`LeaderRecipe`]): Curator's latch ([`LatchWorkload`]), Elastic-Job's job
+//!   election ([`ElectionWorkload`]) and the book's `runForMaster` ([`MasterWorkload`]) under one
+//!   application: each participant starts the recipe, and a leader acts on the resource twice
+//!   while it believes it leads. Judged by "single acting master" (no act from a term older than
+//!   one already seen) and "herd free" where the recipe queues its waiters (the election's
+//!   latch; not the master's node, which every backup watches by design).
 //!
 //! Every write is an `Act`, taken only when the client is caught up (see the model's docs).
 //! Both resources accept every write: what is judged is the recipe, not fencing.
+
+use std::fmt::Debug;
+use std::hash::Hash;
 
 use stateright::Expectation;
 use zkh_recipes::election::{ElectionMachine, ElectionReport, ElectionRequest, ElectionVariant};
 use zkh_recipes::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
 use zkh_recipes::lock::{LockMachine, LockReport, LockRequest, LockVariant};
+use zkh_recipes::machine::Machine;
 use zkh_recipes::master::{MasterMachine, MasterReport, MasterRequest};
 
 use super::{Judge, State, Workload};
@@ -182,7 +184,141 @@ impl Workload for LockWorkload {
     }
 }
 
-/// The latch workload: start, act on leadership, act again while caught up.
+/// How many times a leader acts in one leadership.
+const ACTS_PER_TERM: u8 = 2;
+
+/// A leader's application (latch, job election, master): the token of the leadership it
+/// believes it holds, and how many times it has acted in it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LeaderApp {
+    /// The token of the leadership it believes it holds.
+    pub leading: Option<i64>,
+    /// Acts in this leadership.
+    pub acts: u8,
+}
+
+/// A recipe that elects a leader, as the one leader workload drives it: start it, act on the
+/// resource twice while leading. Judged by "single acting master", "leader
+/// elected", and "herd free" where the recipe queues its waiters.
+pub trait LeaderRecipe: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static {
+    /// The recipe's machine.
+    type Machine: Machine<Request = Self::Request, Report = Self::Report> + Sync;
+    /// The machine's requests.
+    type Request: Clone + Debug + Send + 'static;
+    /// The machine's reports.
+    type Report: Clone + Debug + PartialEq + Send + 'static;
+    /// The directory that exists from the start.
+    const DIR: &'static str;
+    /// Where waiters queue, judged by "herd free" (none: every backup watching the one node is
+    /// the recipe's design).
+    const QUEUE: Option<&'static str>;
+    /// Whether "a waiter was woken" is among the `sometimes` checks.
+    const WAITERS_WAKE: bool;
+
+    /// Participant `index`'s machine and the request that starts it.
+    fn participant(&self, index: usize) -> (Self::Machine, Self::Request);
+    /// The leadership a report grants (`Some(token)`) or ends (`None`).
+    fn leadership(report: Self::Report) -> Option<i64>;
+}
+
+impl<R: LeaderRecipe> Workload for R {
+    type Machine = R::Machine;
+    type Request = R::Request;
+    type Report = R::Report;
+    type App = LeaderApp;
+
+    fn dir(&self) -> &str {
+        R::DIR
+    }
+
+    fn client(&self, index: usize) -> (R::Machine, LeaderApp, Vec<R::Request>) {
+        let (machine, start) = self.participant(index);
+        let app = LeaderApp {
+            leading: None,
+            acts: 0,
+        };
+        (machine, app, vec![start])
+    }
+
+    fn on_report(
+        &self,
+        app: &mut LeaderApp,
+        report: R::Report,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Vec<R::Request> {
+        match R::leadership(report) {
+            Some(token) => {
+                effects.push(role(client, "leader", Some(token)));
+                *app = LeaderApp {
+                    leading: Some(token),
+                    acts: 0,
+                };
+            }
+            None => {
+                if app.leading.take().is_some() {
+                    effects.push(role(client, "none", None));
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    fn act(
+        &self,
+        app: &mut LeaderApp,
+        effects: &mut Vec<HistoryEvent>,
+        client: u32,
+    ) -> Option<Vec<R::Request>> {
+        let token = app.leading?;
+        if app.acts >= ACTS_PER_TERM {
+            return None;
+        }
+        app.acts += 1;
+        effects.push(write(client, token, "act"));
+        Some(Vec::new())
+    }
+
+    fn can_act(&self, app: &LeaderApp) -> bool {
+        app.leading.is_some() && app.acts < ACTS_PER_TERM
+    }
+
+    fn finished(&self, _: &LeaderApp) -> bool {
+        false
+    }
+
+    fn judges() -> Vec<Judge<Self>> {
+        use Expectation::{Always, Eventually, Sometimes};
+        let mut judges = vec![judge("single acting master", Always, |h, _| {
+            properties::single_acting_master(h, RESOURCE)
+        })];
+        if R::QUEUE.is_some() {
+            judges.push(judge("herd free", Always, herd_free::<R>));
+        }
+        judges.push(judge("leader elected", Eventually, |h, s| {
+            elected(h, s, "leader")
+        }));
+        judges.push(judge(
+            "leadership changed hands after a loss",
+            Sometimes,
+            |h, _| sometimes::role_changed_hands_after_a_loss(h, &["leader"]),
+        ));
+        if R::WAITERS_WAKE {
+            judges.push(judge("a waiter was woken", Sometimes, waiter_woken::<R>));
+        }
+        judges
+    }
+}
+
+fn herd_free<R: LeaderRecipe>(history: &History, _: &State<R>) -> Finding {
+    properties::herd_free(history, R::QUEUE.expect("judged only with a queue"))
+}
+
+fn waiter_woken<R: LeaderRecipe>(history: &History, _: &State<R>) -> Finding {
+    sometimes::waiter_woken(history, R::QUEUE.expect("judged only with a queue"))
+}
+
+/// Curator's latch.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LatchWorkload {
     /// The latch's variant.
@@ -192,131 +328,30 @@ pub struct LatchWorkload {
 /// The latch directory.
 pub const LATCH_DIR: &str = "/latch";
 
-/// How many times a leader acts in one leadership.
-const ACTS_PER_TERM: u8 = 2;
-
-/// A leader's application (latch and job election).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct LeaderApp {
-    /// The token of the leadership it believes it holds.
-    pub leading: Option<i64>,
-    /// Acts in this leadership.
-    pub acts: u8,
-}
-
-impl LeaderApp {
-    fn waiting() -> LeaderApp {
-        LeaderApp {
-            leading: None,
-            acts: 0,
-        }
-    }
-
-    /// Leadership gained with `token`, or lost (`None`).
-    fn leadership(&mut self, token: Option<i64>, effects: &mut Vec<HistoryEvent>, client: u32) {
-        match token {
-            Some(token) => {
-                effects.push(role(client, "leader", Some(token)));
-                *self = LeaderApp {
-                    leading: Some(token),
-                    acts: 0,
-                };
-            }
-            None => {
-                if self.leading.take().is_some() {
-                    effects.push(role(client, "none", None));
-                }
-            }
-        }
-    }
-
-    /// Acts on the resource while it believes it leads, [`ACTS_PER_TERM`] times a term.
-    fn act(&mut self, effects: &mut Vec<HistoryEvent>, client: u32) -> Option<()> {
-        let token = self.leading?;
-        if self.acts >= ACTS_PER_TERM {
-            return None;
-        }
-        self.acts += 1;
-        effects.push(write(client, token, "act"));
-        Some(())
-    }
-
-    fn can_act(&self) -> bool {
-        self.leading.is_some() && self.acts < ACTS_PER_TERM
-    }
-}
-
-impl Workload for LatchWorkload {
+impl LeaderRecipe for LatchWorkload {
     type Machine = LatchMachine;
     type Request = LatchRequest;
     type Report = LatchReport;
-    type App = LeaderApp;
+    const DIR: &'static str = LATCH_DIR;
+    const QUEUE: Option<&'static str> = Some(LATCH_DIR);
+    const WAITERS_WAKE: bool = true;
 
-    fn dir(&self) -> &str {
-        LATCH_DIR
-    }
-
-    fn client(&self, index: usize) -> (LatchMachine, LeaderApp, Vec<LatchRequest>) {
+    fn participant(&self, index: usize) -> (LatchMachine, LatchRequest) {
         let name = format!("p{index}");
         let machine = LatchMachine::new(self.variant, LATCH_DIR, &name, &format!("c{index}"));
-        (machine, LeaderApp::waiting(), vec![LatchRequest::Start])
+        (machine, LatchRequest::Start)
     }
 
-    fn on_report(
-        &self,
-        app: &mut LeaderApp,
-        report: LatchReport,
-        effects: &mut Vec<HistoryEvent>,
-        client: u32,
-    ) -> Vec<LatchRequest> {
-        let token = match report {
+    fn leadership(report: LatchReport) -> Option<i64> {
+        match report {
             LatchReport::Leader { token } => Some(token),
             LatchReport::NotLeader | LatchReport::Closed | LatchReport::Failed(_) => None,
-        };
-        app.leadership(token, effects, client);
-        Vec::new()
-    }
-
-    fn act(
-        &self,
-        app: &mut LeaderApp,
-        effects: &mut Vec<HistoryEvent>,
-        client: u32,
-    ) -> Option<Vec<LatchRequest>> {
-        app.act(effects, client).map(|()| Vec::new())
-    }
-
-    fn can_act(&self, app: &LeaderApp) -> bool {
-        app.can_act()
-    }
-
-    fn finished(&self, _: &LeaderApp) -> bool {
-        false
-    }
-
-    fn judges() -> Vec<Judge<Self>> {
-        use Expectation::{Always, Eventually, Sometimes};
-        vec![
-            judge("single acting master", Always, |h, _| {
-                properties::single_acting_master(h, RESOURCE)
-            }),
-            judge("herd free", Always, |h, _| {
-                properties::herd_free(h, LATCH_DIR)
-            }),
-            judge("leader elected", Eventually, |h, s| elected(h, s, "leader")),
-            judge(
-                "leadership changed hands after a loss",
-                Sometimes,
-                |h, _| sometimes::role_changed_hands_after_a_loss(h, &["leader"]),
-            ),
-            judge("a waiter was woken", Sometimes, |h, _| {
-                sometimes::waiter_woken(h, LATCH_DIR)
-            }),
-        ]
+        }
     }
 }
 
-/// The job election workload: elect, act on leadership, as for the latch.
+/// Elastic-Job's per-job election. "Herd free" is judged on the election's latch: every
+/// instance watching the leader's instance node is the design, not a herd.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ElectionWorkload {
     /// The election's variant.
@@ -328,141 +363,55 @@ pub const JOB_DIR: &str = "/job";
 /// The election's latch, where instances queue.
 pub const ELECTION_LATCH_DIR: &str = "/job/leader/election/latch";
 
-impl Workload for ElectionWorkload {
+impl LeaderRecipe for ElectionWorkload {
     type Machine = ElectionMachine;
     type Request = ElectionRequest;
     type Report = ElectionReport;
-    type App = LeaderApp;
+    const DIR: &'static str = ELECTION_LATCH_DIR;
+    const QUEUE: Option<&'static str> = Some(ELECTION_LATCH_DIR);
+    const WAITERS_WAKE: bool = false;
 
-    fn dir(&self) -> &str {
-        ELECTION_LATCH_DIR
-    }
-
-    fn client(&self, index: usize) -> (ElectionMachine, LeaderApp, Vec<ElectionRequest>) {
+    fn participant(&self, index: usize) -> (ElectionMachine, ElectionRequest) {
         let instance = format!("i{index}");
         let machine = ElectionMachine::new(self.variant, JOB_DIR, &instance, &format!("c{index}"));
-        (machine, LeaderApp::waiting(), vec![ElectionRequest::Elect])
+        (machine, ElectionRequest::Elect)
     }
 
-    fn on_report(
-        &self,
-        app: &mut LeaderApp,
-        report: ElectionReport,
-        effects: &mut Vec<HistoryEvent>,
-        client: u32,
-    ) -> Vec<ElectionRequest> {
-        let token = match report {
+    fn leadership(report: ElectionReport) -> Option<i64> {
+        match report {
             ElectionReport::Leader { token } => Some(token),
             ElectionReport::NotLeader | ElectionReport::Follower => None,
-        };
-        app.leadership(token, effects, client);
-        Vec::new()
-    }
-
-    fn act(
-        &self,
-        app: &mut LeaderApp,
-        effects: &mut Vec<HistoryEvent>,
-        client: u32,
-    ) -> Option<Vec<ElectionRequest>> {
-        app.act(effects, client).map(|()| Vec::new())
-    }
-
-    fn can_act(&self, app: &LeaderApp) -> bool {
-        app.can_act()
-    }
-
-    fn finished(&self, _: &LeaderApp) -> bool {
-        false
-    }
-
-    fn judges() -> Vec<Judge<Self>> {
-        use Expectation::{Always, Eventually, Sometimes};
-        vec![
-            judge("single acting master", Always, |h, _| {
-                properties::single_acting_master(h, RESOURCE)
-            }),
-            judge("herd free", Always, |h, _| {
-                properties::herd_free(h, ELECTION_LATCH_DIR)
-            }),
-            judge("leader elected", Eventually, |h, s| elected(h, s, "leader")),
-            judge(
-                "leadership changed hands after a loss",
-                Sometimes,
-                |h, _| sometimes::role_changed_hands_after_a_loss(h, &["leader"]),
-            ),
-        ]
+        }
     }
 }
 
-/// The master election workload (the ZooKeeper book's `runForMaster`): run for master, act on
-/// mastership, as for the latch. Every backup watches the master's node by the recipe's design,
-/// so "herd free" is not judged.
+/// The ZooKeeper book's `runForMaster`. Every backup watches the master's node by the recipe's
+/// design, so "herd free" is not judged.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MasterWorkload;
 
 /// The master's node.
 pub const MASTER_PATH: &str = "/app/master";
 
-impl Workload for MasterWorkload {
+impl LeaderRecipe for MasterWorkload {
     type Machine = MasterMachine;
     type Request = MasterRequest;
     type Report = MasterReport;
-    type App = LeaderApp;
+    const DIR: &'static str = "/app";
+    const QUEUE: Option<&'static str> = None;
+    const WAITERS_WAKE: bool = false;
 
-    fn dir(&self) -> &str {
-        "/app"
+    fn participant(&self, index: usize) -> (MasterMachine, MasterRequest) {
+        (
+            MasterMachine::new(MASTER_PATH, &format!("m{index}")),
+            MasterRequest::Run,
+        )
     }
 
-    fn client(&self, index: usize) -> (MasterMachine, LeaderApp, Vec<MasterRequest>) {
-        let machine = MasterMachine::new(MASTER_PATH, &format!("m{index}"));
-        (machine, LeaderApp::waiting(), vec![MasterRequest::Run])
-    }
-
-    fn on_report(
-        &self,
-        app: &mut LeaderApp,
-        report: MasterReport,
-        effects: &mut Vec<HistoryEvent>,
-        client: u32,
-    ) -> Vec<MasterRequest> {
-        let token = match report {
+    fn leadership(report: MasterReport) -> Option<i64> {
+        match report {
             MasterReport::Master { token } => Some(token),
             MasterReport::Backup | MasterReport::Stopped => None,
-        };
-        app.leadership(token, effects, client);
-        Vec::new()
-    }
-
-    fn act(
-        &self,
-        app: &mut LeaderApp,
-        effects: &mut Vec<HistoryEvent>,
-        client: u32,
-    ) -> Option<Vec<MasterRequest>> {
-        app.act(effects, client).map(|()| Vec::new())
-    }
-
-    fn can_act(&self, app: &LeaderApp) -> bool {
-        app.can_act()
-    }
-
-    fn finished(&self, _: &LeaderApp) -> bool {
-        false
-    }
-
-    fn judges() -> Vec<Judge<Self>> {
-        use Expectation::{Always, Eventually, Sometimes};
-        vec![
-            judge("single acting master", Always, |h, _| {
-                properties::single_acting_master(h, RESOURCE)
-            }),
-            judge("leader elected", Eventually, |h, s| elected(h, s, "leader")),
-            judge(
-                "mastership changed hands after a loss",
-                Sometimes,
-                |h, _| sometimes::role_changed_hands_after_a_loss(h, &["leader"]),
-            ),
-        ]
+        }
     }
 }
