@@ -48,18 +48,23 @@ type Runs = BTreeMap<(u32, u64), Vec<(String, bool)>>;
 
 fn collect(instances: &[&Instance], runs: &mut Runs) {
     for instance in instances {
-        while let Some(report) = instance.job.try_report() {
-            if let JobReport::Executed {
-                item,
-                cycle,
-                failover,
-                ..
-            } = report
-            {
-                runs.entry((item, cycle))
-                    .or_default()
-                    .push((instance.id.clone(), failover));
-            }
+        collect_from(&instance.job, &instance.id, runs);
+    }
+}
+
+/// The runs `job` (instance `id`) has reported so far.
+fn collect_from(job: &JobInstance, id: &str, runs: &mut Runs) {
+    while let Some(report) = job.try_report() {
+        if let JobReport::Executed {
+            item,
+            cycle,
+            failover,
+            ..
+        } = report
+        {
+            runs.entry((item, cycle))
+                .or_default()
+                .push((id.to_owned(), failover));
         }
     }
 }
@@ -310,19 +315,7 @@ fn a_claim_whose_reply_is_lost_is_read_back_and_its_item_runs_once() {
             job.trigger(2);
             settle().await;
             let mut runs = Runs::new();
-            while let Some(report) = job.try_report() {
-                if let JobReport::Executed {
-                    item,
-                    cycle,
-                    failover,
-                    ..
-                } = report
-                {
-                    runs.entry((item, cycle))
-                        .or_default()
-                        .push(("a".into(), failover));
-                }
-            }
+            collect_from(&job, "a", &mut runs);
             assert_eq!(
                 client.set_data_calls.load(Ordering::SeqCst),
                 16,
