@@ -139,6 +139,25 @@ pub struct History {
     entries: Vec<HistoryEntry>,
 }
 
+/// What a property reads: a run's entries, oldest first. A [`History`] is one; a model checker
+/// state lends a view of its own, so that judging a state copies no event.
+pub trait Entries {
+    /// The entries, oldest first.
+    fn each(&self) -> impl Iterator<Item = &HistoryEntry>;
+}
+
+impl Entries for History {
+    fn each(&self) -> impl Iterator<Item = &HistoryEntry> {
+        self.entries.iter()
+    }
+}
+
+/// Whether `path` is `dir` or lies under it.
+pub fn is_under(path: &str, dir: &str) -> bool {
+    path.strip_prefix(dir)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0100_0000_01b3;
 

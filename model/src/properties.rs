@@ -1,4 +1,5 @@
-//! The named properties, written once, as functions over a run's [`History`].
+//! The named properties, written once, as functions over a run's entries ([`Entries`]: the
+//! simulator's [`History`](crate::history::History), or a model checker state's view of its own).
 //!
 //! Both engines use these: the simulator on the history it records, the model checker on the
 //! history of a path it explores. Each property has one English name and one class:
@@ -26,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zkh_recipes::{Request, SessionEvent};
 
-use crate::history::{History, HistoryEvent};
+use crate::history::{Entries, HistoryEvent};
 
 /// The class of a property.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,10 +78,9 @@ impl Finding {
 }
 
 /// Accepted side effects on `resource`, in order: (time, client, token, detail).
-fn accepted(history: &History, resource: &str) -> Vec<(u64, u32, Option<i64>, String)> {
+fn accepted(history: &impl Entries, resource: &str) -> Vec<(u64, u32, Option<i64>, String)> {
     history
-        .entries()
-        .iter()
+        .each()
         .filter_map(|entry| match &entry.event {
             HistoryEvent::SideEffect {
                 client,
@@ -96,7 +96,7 @@ fn accepted(history: &History, resource: &str) -> Vec<(u64, u32, Option<i64>, St
 
 /// **Mutual exclusion** (always): the accepted writes on `resource` form one contiguous run per
 /// critical section (token): no section's writes resume after another's began.
-pub fn mutual_exclusion(history: &History, resource: &str) -> Finding {
+pub fn mutual_exclusion(history: &impl Entries, resource: &str) -> Finding {
     let writes = accepted(history, resource);
     let mut closed = BTreeSet::new();
     let mut current: Option<Option<i64>> = None;
@@ -126,7 +126,7 @@ pub fn mutual_exclusion(history: &History, resource: &str) -> Finding {
 
 /// **Single acting master** (always): no accepted side effect on `resource` carries a token older
 /// than one accepted before it.
-pub fn single_acting_master(history: &History, resource: &str) -> Finding {
+pub fn single_acting_master(history: &impl Entries, resource: &str) -> Finding {
     let writes = accepted(history, resource);
     let mut highest: Option<i64> = None;
     let mut violation = None;
@@ -151,7 +151,7 @@ pub fn single_acting_master(history: &History, resource: &str) -> Finding {
 
 /// **No oversell** (always): replaying the accepted `sell read=<n>` writes on `resource` from
 /// `initial`, each sale was made from the current stock and the stock never went negative.
-pub fn no_oversell(history: &History, resource: &str, initial: i64) -> Finding {
+pub fn no_oversell(history: &impl Entries, resource: &str, initial: i64) -> Finding {
     let mut stock = initial;
     let mut violation = None;
     for (at_us, client, _, detail) in accepted(history, resource) {
@@ -182,11 +182,11 @@ pub fn no_oversell(history: &History, resource: &str, initial: i64) -> Finding {
 /// fires, unless meanwhile it created or deleted a node under `dir` (it gave up, or started
 /// over) or lost its session: a watch it abandoned is not a waiter (Curator removes such watches
 /// with `removeWatches`). Events whose zxid the engine did not record are not counted.
-pub fn herd_free(history: &History, dir: &str) -> Finding {
-    let under = |path: &str| path == dir || path.starts_with(&format!("{dir}/"));
+pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
+    let under = |path: &str| crate::history::is_under(path, dir);
     let mut waiting: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
     let mut woken: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
-    for entry in history.entries() {
+    for entry in history.each() {
         match &entry.event {
             HistoryEvent::Invoke {
                 client, request, ..
@@ -243,10 +243,15 @@ pub fn herd_free(history: &History, dir: &str) -> Finding {
 
 /// **Leader elected** (eventually): some client takes one of `roles` with a token between
 /// `after_us` and `after_us + within_us`, or holds it at `after_us` already.
-pub fn leader_elected(history: &History, roles: &[&str], after_us: u64, within_us: u64) -> Finding {
+pub fn leader_elected(
+    history: &impl Entries,
+    roles: &[&str],
+    after_us: u64,
+    within_us: u64,
+) -> Finding {
     let mut holding: BTreeMap<u32, bool> = BTreeMap::new();
     let mut elected_at = None;
-    for entry in history.entries() {
+    for entry in history.each() {
         if entry.at_us > after_us && elected_at.is_none() && holding.values().any(|h| *h) {
             // Someone held the role when the faults healed.
             elected_at = Some(after_us);
@@ -265,7 +270,7 @@ pub fn leader_elected(history: &History, roles: &[&str], after_us: u64, within_u
         }
     }
     if elected_at.is_none() && holding.values().any(|h| *h) {
-        elected_at = Some(after_us.max(history.entries().last().map_or(0, |e| e.at_us)));
+        elected_at = Some(after_us.max(history.each().last().map_or(0, |e| e.at_us)));
     }
     let in_time = elected_at.is_some_and(|at| at <= after_us + within_us);
     let violation =
@@ -278,9 +283,9 @@ pub fn leader_elected(history: &History, roles: &[&str], after_us: u64, within_u
 }
 
 /// Runs of `job`'s items: (item, cycle) to the clients that ran it, in order.
-fn executions(history: &History, job: &str) -> BTreeMap<(u32, u64), Vec<u32>> {
+fn executions(history: &impl Entries, job: &str) -> BTreeMap<(u32, u64), Vec<u32>> {
     let mut runs: BTreeMap<(u32, u64), Vec<u32>> = BTreeMap::new();
-    for entry in history.entries() {
+    for entry in history.each() {
         if let HistoryEvent::Execution {
             client,
             job: j,
@@ -300,7 +305,7 @@ fn executions(history: &History, job: &str) -> BTreeMap<(u32, u64), Vec<u32>> {
 /// **No shard executed twice** (always): each (item, cycle) of `job` ran at most once, by one
 /// instance. (Stricter than "by at most one instance": a correct instance does not run an item
 /// twice either.)
-pub fn no_shard_executed_twice(history: &History, job: &str) -> Finding {
+pub fn no_shard_executed_twice(history: &impl Entries, job: &str) -> Finding {
     let runs = executions(history, job);
     let violation =
         runs.iter()
@@ -319,7 +324,7 @@ pub fn no_shard_executed_twice(history: &History, job: &str) -> Finding {
 /// `cycles` (the caller picks the cycles whose trigger came after the faults healed and which
 /// had time to finish).
 pub fn no_shard_lost(
-    history: &History,
+    history: &impl Entries,
     job: &str,
     items: u32,
     cycles: std::ops::RangeInclusive<u64>,
@@ -347,11 +352,11 @@ pub mod sometimes {
 
     /// A client lost its session (expiry or suspension) while holding a role, and another client
     /// took the role afterwards.
-    pub fn role_changed_hands_after_a_loss(history: &History, roles: &[&str]) -> Finding {
+    pub fn role_changed_hands_after_a_loss(history: &impl Entries, roles: &[&str]) -> Finding {
         let mut holder: Option<u32> = None;
         let mut lost_by: Option<u32> = None;
         let mut happened = false;
-        for entry in history.entries() {
+        for entry in history.each() {
             match &entry.event {
                 HistoryEvent::Role {
                     client,
@@ -386,8 +391,8 @@ pub mod sometimes {
     }
 
     /// A reply was lost after the server applied the request.
-    pub fn reply_lost(history: &History) -> Finding {
-        let happened = history.entries().iter().any(|e| {
+    pub fn reply_lost(history: &impl Entries) -> Finding {
+        let happened = history.each().any(|e| {
             matches!(&e.event, HistoryEvent::Fault { description } if description.contains("reply to"))
         });
         Finding {
@@ -399,8 +404,8 @@ pub mod sometimes {
     }
 
     /// A side effect on `resource` was refused for a stale token.
-    pub fn stale_write_refused(history: &History, resource: &str) -> Finding {
-        let happened = history.entries().iter().any(|e| {
+    pub fn stale_write_refused(history: &impl Entries, resource: &str) -> Finding {
+        let happened = history.each().any(|e| {
             matches!(&e.event, HistoryEvent::SideEffect { resource: r, accepted: false, .. } if r == resource)
         });
         Finding {
@@ -412,8 +417,8 @@ pub mod sometimes {
     }
 
     /// An item of `job` ran as the failover of a crashed instance's item.
-    pub fn item_failed_over(history: &History, job: &str) -> Finding {
-        let happened = history.entries().iter().any(|e| {
+    pub fn item_failed_over(history: &impl Entries, job: &str) -> Finding {
+        let happened = history.each().any(|e| {
             matches!(&e.event, HistoryEvent::Execution { job: j, failover: true, .. } if j == job)
         });
         Finding {
@@ -425,10 +430,9 @@ pub mod sometimes {
     }
 
     /// A watch event woke a client under `dir`.
-    pub fn waiter_woken(history: &History, dir: &str) -> Finding {
+    pub fn waiter_woken(history: &impl Entries, dir: &str) -> Finding {
         let happened = history
-            .entries()
-            .iter()
+            .each()
             .any(|e| matches!(&e.event, HistoryEvent::Watch { event, .. } if event.path.starts_with(dir)));
         Finding {
             property: "a waiter was woken",

@@ -10,6 +10,11 @@
 //! Exit status: 0 when the check passes, 1 on a violation, 2 when it gave up at its state limit
 //! without finding one, 64 on bad input.
 
+/// The model checker allocates and frees a copy of whatever a step changes, millions of times
+/// a second; mimalloc does that about a quarter faster than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;

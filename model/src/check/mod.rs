@@ -71,13 +71,13 @@ use zkh_recipes::fencing::{FencedResource, Fencing};
 use zkh_recipes::machine::{Command, Input, Machine, OpId, TimerId};
 use zkh_recipes::{Request, SessionEvent, SessionId, WatchedEvent, ZkError};
 
-use crate::history::{History, HistoryEvent};
+use crate::history::{Entries, History, HistoryEntry, HistoryEvent};
 use crate::properties::Finding;
 use crate::request::Notification;
 use crate::zookeeper::ZkModel;
 
 pub use run::{check, check_at_most, find_violation, Verdict, Violation};
-pub use shared::{Shared, SharedMut};
+pub use shared::{Shared, SharedLog, SharedMut};
 pub use workloads::{
     ElectionWorkload, LatchWorkload, LeaderApp, LeaderRecipe, LockWorkload, MasterWorkload,
     ELECTION_LATCH_DIR, JOB_DIR, LATCH_DIR, LOCK_DIR, MASTER_PATH, RESOURCE,
@@ -207,7 +207,19 @@ pub struct Judge<W: Workload> {
     pub expectation: Expectation,
     /// Its finding on `history`, the history of `state` (for `sometimes`: whether it
     /// happened).
-    pub finding: fn(&History, &State<W>) -> Finding,
+    pub finding: fn(&Recorded<'_>, &State<W>) -> Finding,
+}
+
+/// A state's history as the properties read it: borrowed entries, the shared ones (timed by
+/// their place) then each client's own (untimed). See [`State::recorded`].
+pub struct Recorded<'a> {
+    entries: Vec<&'a HistoryEntry>,
+}
+
+impl Entries for Recorded<'_> {
+    fn each(&self) -> impl Iterator<Item = &HistoryEntry> {
+        self.entries.iter().copied()
+    }
 }
 
 /// Something a client has yet to process.
@@ -256,11 +268,11 @@ pub struct State<W: Workload> {
     pub budget: FaultBudget,
     /// What happened where the order between clients matters: roles, side effects, faults,
     /// losses of connection or session.
-    pub shared: Shared<Vec<Arc<HistoryEvent>>>,
+    pub shared: SharedLog<Arc<HistoryEntry>>,
     /// What happened to each client that only its own order matters for: its requests under
     /// the recipe's directory, the watch events it got there, its session's end. Kept apart so
     /// that interleavings which differ only in these do not make distinct states.
-    pub logs: Vec<Shared<Vec<Arc<HistoryEvent>>>>,
+    pub logs: Vec<SharedLog<Arc<HistoryEntry>>>,
     /// The shared history's length at the last fault (0 if none).
     pub last_fault_at: u64,
     /// The resource's fence (used when acting is [`Acting::Fenced`]).
@@ -271,16 +283,23 @@ pub struct State<W: Workload> {
 }
 
 impl<W: Workload> State<W> {
-    /// The history the properties judge: the shared events, then each client's own, one tick
-    /// per event.
+    /// The history as the properties see it: the shared events, then each client's own.
+    /// Nothing is copied.
+    pub fn recorded(&self) -> Recorded<'_> {
+        let mut entries = Vec::with_capacity(self.history_len());
+        entries.extend(self.shared.iter().map(|entry| &**entry));
+        for log in &self.logs {
+            entries.extend(log.iter().map(|entry| &**entry));
+        }
+        Recorded { entries }
+    }
+
+    /// The history, as an owned [`History`] (for reports): the shared events, then each
+    /// client's own, one tick per event.
     pub fn history(&self) -> History {
         let mut history = History::new();
-        let events = self
-            .shared
-            .iter()
-            .chain(self.logs.iter().flat_map(|log| log.iter()));
-        for (at, event) in events.enumerate() {
-            history.push(at as u64, HistoryEvent::clone(event));
+        for (at, entry) in self.recorded().each().enumerate() {
+            history.push(at as u64, entry.event.clone());
         }
         history
     }
@@ -297,7 +316,7 @@ impl<W: Workload> State<W> {
 
     /// The findings of the workload's properties on this state.
     pub fn findings(&self) -> Vec<Finding> {
-        let history = self.history();
+        let history = self.recorded();
         W::judges()
             .iter()
             .map(|judge| (judge.finding)(&history, self))
@@ -309,13 +328,14 @@ impl<W: Workload> State<W> {
     }
 
     fn judge(&mut self) {
-        let history = self.history();
-        self.verdicts = 0;
+        let history = self.recorded();
+        let mut verdicts = 0;
         for (index, judge) in W::judges().iter().enumerate() {
             if (judge.finding)(&history, self).holds {
-                self.verdicts |= 1 << index;
+                verdicts |= 1 << index;
             }
         }
+        self.verdicts = verdicts;
     }
 }
 
@@ -410,17 +430,22 @@ impl<W: Workload> RecipeModel<W> {
         }
     }
 
+    /// Appends `event` to the shared history; its time is its place there.
     fn push(state: &mut State<W>, event: HistoryEvent) {
-        state.shared.to_mut().push(Arc::new(event));
+        let at_us = state.shared.len() as u64;
+        state.shared.push(Arc::new(HistoryEntry { at_us, event }));
     }
 
+    /// Appends `event` to client `c`'s own log. It carries no time (0): only its order among
+    /// the client's own events matters, and a time would tell apart interleavings that do not
+    /// differ.
     fn log(state: &mut State<W>, c: usize, event: HistoryEvent) {
-        state.logs[c].to_mut().push(Arc::new(event));
+        let entry = HistoryEntry { at_us: 0, event };
+        state.logs[c].push(Arc::new(entry));
     }
 
     fn under_dir(&self, path: &str) -> bool {
-        let dir = self.workload.dir();
-        path == dir || path.starts_with(&format!("{dir}/"))
+        crate::history::is_under(path, self.workload.dir())
     }
 
     fn fault(state: &mut State<W>, description: String) {
@@ -536,8 +561,8 @@ impl<W: Workload> Model for RecipeModel<W> {
             clients: Vec::new(),
             abandoned: BTreeSet::new(),
             budget: self.budget,
-            shared: Shared::new(Vec::new()),
-            logs: vec![Shared::new(Vec::new()); self.clients],
+            shared: SharedLog::default(),
+            logs: vec![SharedLog::default(); self.clients],
             last_fault_at: 0,
             resource: FencedResource::new(),
             verdicts: 0,

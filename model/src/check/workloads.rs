@@ -23,8 +23,8 @@ use zkh_recipes::lock::{LockMachine, LockReport, LockRequest, LockVariant};
 use zkh_recipes::machine::Machine;
 use zkh_recipes::master::{MasterMachine, MasterReport, MasterRequest};
 
-use super::{Judge, State, Workload};
-use crate::history::{History, HistoryEvent};
+use super::{Judge, Recorded, State, Workload};
+use crate::history::HistoryEvent;
 use crate::properties::{self, sometimes, Finding};
 
 /// The resource both workloads write to.
@@ -49,14 +49,14 @@ fn write(client: u32, token: i64, detail: &str) -> HistoryEvent {
 }
 
 /// "Leader elected": after the last fault, someone holds `role` (or already did).
-fn elected<W: Workload>(history: &History, state: &State<W>, role: &str) -> Finding {
+fn elected<W: Workload>(history: &Recorded<'_>, state: &State<W>, role: &str) -> Finding {
     properties::leader_elected(history, &[role], state.last_fault_at, u64::MAX / 4)
 }
 
 fn judge<W: Workload>(
     name: &'static str,
     expectation: Expectation,
-    finding: fn(&History, &State<W>) -> Finding,
+    finding: fn(&Recorded<'_>, &State<W>) -> Finding,
 ) -> Judge<W> {
     Judge {
         name,
@@ -310,11 +310,11 @@ impl<R: LeaderRecipe> Workload for R {
     }
 }
 
-fn herd_free<R: LeaderRecipe>(history: &History, _: &State<R>) -> Finding {
+fn herd_free<R: LeaderRecipe>(history: &Recorded<'_>, _: &State<R>) -> Finding {
     properties::herd_free(history, R::QUEUE.expect("judged only with a queue"))
 }
 
-fn waiter_woken<R: LeaderRecipe>(history: &History, _: &State<R>) -> Finding {
+fn waiter_woken<R: LeaderRecipe>(history: &Recorded<'_>, _: &State<R>) -> Finding {
     sometimes::waiter_woken(history, R::QUEUE.expect("judged only with a queue"))
 }
 
