@@ -78,41 +78,42 @@ impl Finding {
 }
 
 /// Accepted side effects on `resource`, in order: (time, client, token, detail).
-fn accepted(history: &impl Entries, resource: &str) -> Vec<(u64, u32, Option<i64>, String)> {
-    history
-        .each()
-        .filter_map(|entry| match &entry.event {
-            HistoryEvent::SideEffect {
-                client,
-                resource: r,
-                token,
-                accepted: true,
-                detail,
-            } if r == resource => Some((entry.at_us, *client, *token, detail.clone())),
-            _ => None,
-        })
-        .collect()
+fn accepted<'a>(
+    history: &'a impl Entries,
+    resource: &'a str,
+) -> impl Iterator<Item = (u64, u32, Option<i64>, &'a str)> {
+    history.each().filter_map(move |entry| match &entry.event {
+        HistoryEvent::SideEffect {
+            client,
+            resource: r,
+            token,
+            accepted: true,
+            detail,
+        } if r == resource => Some((entry.at_us, *client, *token, detail.as_str())),
+        _ => None,
+    })
 }
 
 /// **Mutual exclusion** (always): the accepted writes on `resource` form one contiguous run per
 /// critical section (token): no section's writes resume after another's began.
 pub fn mutual_exclusion(history: &impl Entries, resource: &str) -> Finding {
-    let writes = accepted(history, resource);
+    let mut writes = 0;
     let mut closed = BTreeSet::new();
     let mut current: Option<Option<i64>> = None;
     let mut violation = None;
-    for (at_us, client, token, detail) in &writes {
-        if current != Some(*token) {
+    for (at_us, client, token, detail) in accepted(history, resource) {
+        writes += 1;
+        if current != Some(token) {
             if let Some(previous) = current {
                 closed.insert(previous);
             }
-            if closed.contains(token) {
+            if closed.contains(&token) {
                 violation = Some(format!(
                     "at {at_us} us client {client} wrote {detail:?} with token {token:?}, whose critical section another had interleaved"
                 ));
                 break;
             }
-            current = Some(*token);
+            current = Some(token);
         }
     }
     let sections = closed.len() + usize::from(current.is_some());
@@ -120,32 +121,33 @@ pub fn mutual_exclusion(history: &impl Entries, resource: &str) -> Finding {
         "mutual exclusion",
         Class::Always,
         violation,
-        format!("{} accepted writes in {sections} sections", writes.len()),
+        format!("{writes} accepted writes in {sections} sections"),
     )
 }
 
 /// **Single acting master** (always): no accepted side effect on `resource` carries a token older
 /// than one accepted before it.
 pub fn single_acting_master(history: &impl Entries, resource: &str) -> Finding {
-    let writes = accepted(history, resource);
+    let mut writes = 0;
     let mut highest: Option<i64> = None;
     let mut violation = None;
-    for (at_us, client, token, detail) in &writes {
+    for (at_us, client, token, detail) in accepted(history, resource) {
+        writes += 1;
         let Some(token) = token else { continue };
-        if highest.is_some_and(|h| *token < h) {
+        if highest.is_some_and(|h| token < h) {
             violation = Some(format!(
                 "at {at_us} us client {client} acted ({detail:?}) with token {token} after token {} acted",
                 highest.expect("checked above")
             ));
             break;
         }
-        highest = highest.max(Some(*token));
+        highest = highest.max(Some(token));
     }
     Finding::new(
         "single acting master",
         Class::Always,
         violation,
-        format!("{} accepted side effects", writes.len()),
+        format!("{writes} accepted side effects"),
     )
 }
 
@@ -184,7 +186,7 @@ pub fn no_oversell(history: &impl Entries, resource: &str, initial: i64) -> Find
 /// with `removeWatches`). Events whose zxid the engine did not record are not counted.
 pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
     let under = |path: &str| crate::history::is_under(path, dir);
-    let mut waiting: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
+    let mut waiting: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
     let mut woken: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
     for entry in history.each() {
         match &entry.event {
@@ -196,7 +198,7 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
                 | Request::GetChildren { path, watch: true }
                     if under(path) =>
                 {
-                    waiting.entry(*client).or_default().insert(path.clone());
+                    waiting.entry(*client).or_default().insert(path.as_str());
                 }
                 Request::Create { path, .. } | Request::Delete { path, .. } if under(path) => {
                     waiting.remove(client);
@@ -212,7 +214,7 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
             HistoryEvent::Watch { client, event } if under(&event.path) => {
                 let was_waiting = waiting
                     .get_mut(client)
-                    .is_some_and(|paths| paths.remove(&event.path));
+                    .is_some_and(|paths| paths.remove(event.path.as_str()));
                 if was_waiting && event.zxid != zkh_recipes::WatchedEvent::NO_ZXID {
                     woken.entry(event.zxid).or_default().insert(*client);
                 }

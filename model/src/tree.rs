@@ -20,6 +20,7 @@
 //! 1 MiB data limit, and times (`ctime` and `mtime` are 0: the model has no clock).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use zkh_recipes::path::{name_of, parent_of};
 use zkh_recipes::{SessionId, Stat};
@@ -88,9 +89,12 @@ impl Node {
 pub const SYSTEM_PATHS: [&str; 3] = ["/zookeeper", "/zookeeper/quota", "/zookeeper/config"];
 
 /// All nodes by path.
+///
+/// Paths and nodes are reference-counted: the model checker copies the tree on every step that
+/// changes it, and a copy then shares every path and every node it does not change.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DataTree {
-    nodes: BTreeMap<String, Node>,
+    nodes: BTreeMap<Arc<str>, Arc<Node>>,
 }
 
 impl Default for DataTree {
@@ -98,7 +102,7 @@ impl Default for DataTree {
         let mut root = Node::new(Vec::new(), 0, None, false);
         root.cversion = -1;
         let mut tree = DataTree {
-            nodes: BTreeMap::from([("/".to_owned(), root)]),
+            nodes: BTreeMap::from([(Arc::from("/"), Arc::new(root))]),
         };
         for path in SYSTEM_PATHS {
             tree.insert_system_node(path);
@@ -110,22 +114,26 @@ impl Default for DataTree {
 impl DataTree {
     fn insert_system_node(&mut self, path: &str) {
         let parent = self
-            .nodes
-            .get_mut(parent_of(path))
+            .node_mut(parent_of(path))
             .expect("system node parents are created first");
         parent.children.insert(name_of(path).to_owned());
-        self.nodes
-            .insert(path.to_owned(), Node::new(Vec::new(), 0, None, false));
+        let node = Node::new(Vec::new(), 0, None, false);
+        self.nodes.insert(Arc::from(path), Arc::new(node));
     }
 
     /// The node at `path`.
     pub fn get(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path)
+        self.nodes.get(path).map(|node| &**node)
+    }
+
+    /// The node at `path`, to change (copied first if another tree shares it).
+    fn node_mut(&mut self, path: &str) -> Option<&mut Node> {
+        self.nodes.get_mut(path).map(Arc::make_mut)
     }
 
     /// Every node, by path.
-    pub fn nodes(&self) -> impl Iterator<Item = (&String, &Node)> {
-        self.nodes.iter()
+    pub fn nodes(&self) -> impl Iterator<Item = (&str, &Node)> {
+        self.nodes.iter().map(|(path, node)| (&**path, &**node))
     }
 
     /// Creates the node `path` (its parent must exist) and updates the parent.
@@ -141,8 +149,7 @@ impl DataTree {
         container: bool,
     ) {
         let parent = self
-            .nodes
-            .get_mut(parent_of(path))
+            .node_mut(parent_of(path))
             .expect("create: parent checked to exist");
         assert!(
             parent.children.insert(name_of(path).to_owned()),
@@ -151,8 +158,8 @@ impl DataTree {
         parent.cversion += 1;
         parent.pzxid = zxid;
         parent.creations += 1;
-        self.nodes
-            .insert(path.to_owned(), Node::new(data, zxid, owner, container));
+        let node = Node::new(data, zxid, owner, container);
+        self.nodes.insert(Arc::from(path), Arc::new(node));
     }
 
     /// Deletes the childless node `path` and updates the parent; returns the removed node.
@@ -164,13 +171,13 @@ impl DataTree {
             .nodes
             .remove(path)
             .expect("delete: node checked to exist");
+        let node = Arc::unwrap_or_clone(node);
         assert!(
             node.children.is_empty(),
             "delete: {path} checked to have no children"
         );
         let parent = self
-            .nodes
-            .get_mut(parent_of(path))
+            .node_mut(parent_of(path))
             .expect("every node but the root has a parent");
         parent.children.remove(name_of(path));
         parent.cversion += 1;
@@ -184,8 +191,7 @@ impl DataTree {
     /// If the node is missing: the caller checks first.
     pub fn set_data(&mut self, path: &str, data: Vec<u8>, zxid: i64) -> Stat {
         let node = self
-            .nodes
-            .get_mut(path)
+            .node_mut(path)
             .expect("set_data: node checked to exist");
         node.data = data;
         node.version += 1;
@@ -198,7 +204,7 @@ impl DataTree {
         self.nodes
             .iter()
             .filter(|(_, node)| node.container && node.cversion > 0 && node.children.is_empty())
-            .map(|(path, _)| path.clone())
+            .map(|(path, _)| path.to_string())
             .collect()
     }
 }
