@@ -242,17 +242,23 @@ pub struct Client<W: Workload> {
     pub app: W::App,
     /// The session it uses.
     pub session: SessionId,
-    /// Issued operations the server has not applied, in order, each with the session it was
-    /// issued in (a handle's operations fail once its session is gone).
-    pub outbox: VecDeque<(OpId, SessionId, Request)>,
-    /// What the server sent that the client has not processed, in order.
-    pub inbox: VecDeque<Inbound>,
     /// Pending timers.
     pub timers: BTreeSet<TimerId>,
     /// The session is dead for this client (the server expired it, or the client was told it
     /// expired): its operations fail with `SessionExpired` and its events are not delivered,
     /// until the client has processed `Expired` and opened a new session.
     pub expired_at_server: bool,
+}
+
+/// One client's connection: what is in flight each way. Kept apart from [`Client`] because the
+/// server's steps change only these (and the server), so a step shares the client's machine.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Queues {
+    /// Issued operations the server has not applied, in order, each with the session it was
+    /// issued in (a handle's operations fail once its session is gone).
+    pub outbox: VecDeque<(OpId, SessionId, Request)>,
+    /// What the server sent that the client has not processed, in order.
+    pub inbox: VecDeque<Inbound>,
 }
 
 /// A state of the model.
@@ -262,6 +268,8 @@ pub struct State<W: Workload> {
     pub zk: Shared<ZkModel>,
     /// The clients.
     pub clients: Vec<Shared<Client<W>>>,
+    /// Each client's connection.
+    pub queues: Vec<Shared<Queues>>,
     /// Sessions a client gave up (client-side expiry) that the server still keeps.
     pub abandoned: BTreeSet<SessionId>,
     /// Faults still allowed.
@@ -307,6 +315,11 @@ impl<W: Workload> State<W> {
     /// Client `c`, to change (states share what they do not change: cloning one is cheap).
     fn client_mut(&mut self, c: usize) -> SharedMut<'_, Client<W>> {
         self.clients[c].to_mut()
+    }
+
+    /// Client `c`'s connection, to change.
+    fn queues_mut(&mut self, c: usize) -> SharedMut<'_, Queues> {
+        self.queues[c].to_mut()
     }
 
     /// The server's data, to change.
@@ -391,14 +404,14 @@ impl<W: Workload> RecipeModel<W> {
     /// `action` taken in `state`, in words (for counterexamples).
     pub fn describe(&self, state: &State<W>, action: &Action) -> String {
         let next_op = |c: usize| {
-            state.clients[c].outbox.front().map_or_else(
+            state.queues[c].outbox.front().map_or_else(
                 || "nothing".to_owned(),
                 |(id, _, request)| format!("#{id} {request:?}"),
             )
         };
         match action {
             Action::Serve(c) => format!("the server applies client {c}'s {}", next_op(*c)),
-            Action::Deliver(c) => match state.clients[*c].inbox.front() {
+            Action::Deliver(c) => match state.queues[*c].inbox.front() {
                 Some(Inbound::Reply(id, result)) => {
                     format!("client {c} gets the reply to #{id}: {result:?}")
                 }
@@ -463,7 +476,7 @@ impl<W: Workload> RecipeModel<W> {
                 match command {
                     Command::Op { id, request } => {
                         let session = state.clients[c].session;
-                        state.client_mut(c).outbox.push_back((id, session, request));
+                        state.queues_mut(c).outbox.push_back((id, session, request));
                     }
                     Command::Timer { id, .. } => {
                         state.client_mut(c).timers.insert(id);
@@ -493,7 +506,7 @@ impl<W: Workload> RecipeModel<W> {
                 .position(|c| c.session == notification.session && !c.expired_at_server);
             if let Some(c) = to {
                 let watch = Inbound::Watch(notification.event);
-                state.client_mut(c).inbox.push_back(watch);
+                state.queues_mut(c).inbox.push_back(watch);
             }
         }
     }
@@ -501,21 +514,21 @@ impl<W: Workload> RecipeModel<W> {
     /// The connection of client `c` broke and was re-established in the same session.
     fn reconnect(state: &mut State<W>, c: usize) {
         let session_id = state.clients[c].session;
-        let inbox = &mut state.client_mut(c).inbox;
+        let inbox = &mut state.queues_mut(c).inbox;
         inbox.push_back(Inbound::Session(SessionEvent::Disconnected));
         inbox.push_back(Inbound::Session(SessionEvent::Reconnected { session_id }));
     }
 
     fn serve(&self, state: &mut State<W>, c: usize, lose_reply: bool) {
         let (id, session, request) = state
-            .client_mut(c)
+            .queues_mut(c)
             .outbox
             .pop_front()
             .expect("serve only with an operation waiting");
         let client = &state.clients[c];
         if client.expired_at_server || session != client.session {
             let reply = Inbound::Reply(id, Err(ZkError::SessionExpired));
-            state.client_mut(c).inbox.push_back(reply);
+            state.queues_mut(c).inbox.push_back(reply);
             return;
         }
         let waits_or_queues = match &request {
@@ -541,7 +554,7 @@ impl<W: Workload> RecipeModel<W> {
             applied.reply.into_response()
         };
         state
-            .client_mut(c)
+            .queues_mut(c)
             .inbox
             .push_back(Inbound::Reply(id, reply));
         Self::deliver_notifications(state, applied.notifications);
@@ -559,6 +572,7 @@ impl<W: Workload> Model for RecipeModel<W> {
         let mut state = State {
             zk: Shared::new(ZkModel::new()),
             clients: Vec::new(),
+            queues: Vec::new(),
             abandoned: BTreeSet::new(),
             budget: self.budget,
             shared: SharedLog::default(),
@@ -591,18 +605,20 @@ impl<W: Workload> Model for RecipeModel<W> {
                 machine,
                 app,
                 session,
+                timers: BTreeSet::new(),
+                expired_at_server: false,
+            }));
+            state.queues.push(Shared::new(Queues {
                 outbox: VecDeque::new(),
                 inbox: VecDeque::from([Inbound::Session(SessionEvent::Connected {
                     session_id: session,
                 })]),
-                timers: BTreeSet::new(),
-                expired_at_server: false,
             }));
             starts.push(requests);
         }
         for (index, requests) in starts.into_iter().enumerate() {
             // The application starts once the client has connected.
-            let Some(Inbound::Session(event)) = state.client_mut(index).inbox.pop_front() else {
+            let Some(Inbound::Session(event)) = state.queues_mut(index).inbox.pop_front() else {
                 unreachable!("a new client's inbox starts with Connected");
             };
             self.feed(&mut state, index, Input::Session(event));
@@ -625,11 +641,11 @@ impl<W: Workload> Model for RecipeModel<W> {
         // client could act on the resource before processing its news (acting other than
         // caught-up): that stale act must be able to come after other clients' acts.
         let first_with_news = state
-            .clients
+            .queues
             .iter()
-            .enumerate()
-            .find(|(_, client)| !client.inbox.is_empty());
-        if let Some((c, client)) = first_with_news {
+            .position(|queues| !queues.inbox.is_empty());
+        if let Some(c) = first_with_news {
+            let client = &state.clients[c];
             let may_act_stale =
                 self.acting != Acting::CaughtUp && self.workload.can_act(&client.app);
             if !may_act_stale {
@@ -638,30 +654,30 @@ impl<W: Workload> Model for RecipeModel<W> {
                 return;
             }
         }
-        for (c, client) in state.clients.iter().enumerate() {
-            if !client.outbox.is_empty() {
+        for (c, (client, queues)) in state.clients.iter().zip(&state.queues).enumerate() {
+            if !queues.outbox.is_empty() {
                 actions.push(Action::Serve(c));
             }
-            if !client.inbox.is_empty() {
+            if !queues.inbox.is_empty() {
                 actions.push(Action::Deliver(c));
             }
             for timer in &client.timers {
                 actions.push(Action::Timer(c, *timer));
             }
-            let caught_up = client.inbox.is_empty() && client.outbox.is_empty();
+            let caught_up = queues.inbox.is_empty() && queues.outbox.is_empty();
             let may_act = caught_up || self.acting != Acting::CaughtUp;
             if may_act && self.workload.can_act(&client.app) {
                 actions.push(Action::Act(c));
             }
         }
         let budget = state.budget;
-        for (c, client) in state.clients.iter().enumerate() {
+        for (c, (client, queues)) in state.clients.iter().zip(&state.queues).enumerate() {
             let connected = !client.expired_at_server;
-            let next_is_write = client
+            let next_is_write = queues
                 .outbox
                 .front()
                 .is_some_and(|(_, _, request)| request.is_write());
-            if budget.drop_request > 0 && !client.outbox.is_empty() && connected {
+            if budget.drop_request > 0 && !queues.outbox.is_empty() && connected {
                 actions.push(Action::DropRequest(c));
             }
             // Lost after the server applied it: only a write's reply carries that news (a lost
@@ -734,7 +750,7 @@ impl<W: Workload> RecipeModel<W> {
             Action::Serve(c) => self.serve(&mut next, c, false),
             Action::Deliver(c) => {
                 let inbound = next
-                    .client_mut(c)
+                    .queues_mut(c)
                     .inbox
                     .pop_front()
                     .expect("deliver only with something waiting");
@@ -776,8 +792,9 @@ impl<W: Workload> RecipeModel<W> {
                     let mut client = next.client_mut(c);
                     client.session = session_id;
                     client.expired_at_server = false;
+                    drop(client);
                     let connected = Inbound::Session(SessionEvent::Connected { session_id });
-                    client.inbox.push_back(connected);
+                    next.queues_mut(c).inbox.push_back(connected);
                 }
             }
             Action::Timer(c, id) => {
@@ -810,15 +827,15 @@ impl<W: Workload> RecipeModel<W> {
             }
             Action::DropRequest(c) => {
                 next.budget.drop_request -= 1;
-                let (id, ..) = next.client_mut(c).outbox.pop_front()?;
+                let (id, ..) = next.queues_mut(c).outbox.pop_front()?;
                 Self::fault(&mut next, format!("client {c}: request {id} dropped"));
                 let lost = Inbound::Reply(id, Err(ZkError::ConnectionLoss));
-                next.client_mut(c).inbox.push_back(lost);
+                next.queues_mut(c).inbox.push_back(lost);
                 Self::reconnect(&mut next, c);
             }
             Action::DropReply(c) => {
                 next.budget.drop_reply -= 1;
-                let id = next.clients[c].outbox.front()?.0;
+                let id = next.queues[c].outbox.front()?.0;
                 Self::fault(&mut next, format!("client {c}: reply to {id} dropped"));
                 self.serve(&mut next, c, true);
             }
@@ -833,7 +850,7 @@ impl<W: Workload> RecipeModel<W> {
                 let notifications = next.zk_mut().close_session(session).unwrap_or_default();
                 Self::deliver_notifications(&mut next, notifications);
                 let expired = Inbound::Session(SessionEvent::Expired);
-                next.client_mut(c).inbox.push_back(expired);
+                next.queues_mut(c).inbox.push_back(expired);
             }
             Action::ClientExpire(c) => {
                 next.budget.client_expire -= 1;
@@ -842,13 +859,13 @@ impl<W: Workload> RecipeModel<W> {
                 // client's handle is dead: what it had not sent fails, nothing more arrives.
                 let session = next.clients[c].session;
                 next.abandoned.insert(session);
-                let mut client = next.client_mut(c);
-                client.expired_at_server = true;
-                for (id, ..) in std::mem::take(&mut client.outbox) {
+                next.client_mut(c).expired_at_server = true;
+                let mut queues = next.queues_mut(c);
+                for (id, ..) in std::mem::take(&mut queues.outbox) {
                     let failed = Inbound::Reply(id, Err(ZkError::SessionExpired));
-                    client.inbox.push_back(failed);
+                    queues.inbox.push_back(failed);
                 }
-                client
+                queues
                     .inbox
                     .push_back(Inbound::Session(SessionEvent::Expired));
             }
@@ -868,12 +885,12 @@ impl<W: Workload> RecipeModel<W> {
                     if next.clients[c].expired_at_server {
                         continue;
                     }
-                    let mut client = next.client_mut(c);
-                    if let Some((id, ..)) = client.outbox.pop_front() {
+                    let mut queues = next.queues_mut(c);
+                    if let Some((id, ..)) = queues.outbox.pop_front() {
                         let lost = Inbound::Reply(id, Err(ZkError::ConnectionLoss));
-                        client.inbox.push_back(lost);
+                        queues.inbox.push_back(lost);
                     }
-                    drop(client);
+                    drop(queues);
                     Self::reconnect(&mut next, c);
                 }
             }
