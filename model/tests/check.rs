@@ -206,3 +206,22 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
     };
     passes("master", &model, 62_506);
 }
+
+/// The job election with the standard budget, with two clients: three do not fit (more than
+/// 18 million states at depth 41). Before the election dropped a callback whose session ended,
+/// this space had no end: a retry timer set before an expiry fired in the next session, and
+/// the stale callback deleted the new leader's instance node outside the latch, again and
+/// again (the recipes' unit test `a_retry_set_before_an_expiry_does_not_write_outside_the_latch`
+/// pins that path).
+#[test]
+fn the_correct_election_passes_two_clients_with_a_lost_reply_and_an_expiry() {
+    let model = RecipeModel {
+        clients: 2,
+        ..election(
+            ElectionVariant::Correct,
+            "drop-reply=1,expire=1",
+            Acting::CaughtUp,
+        )
+    };
+    passes("election", &model, 3_985_325);
+}

@@ -236,6 +236,21 @@ impl ElectionMachine {
         }
     }
 
+    /// The session ended: whatever step was in flight or waiting to be retried is dropped. The
+    /// callback ran under the round's latch, whose node went with the session, so going on
+    /// would write the instance node outside the latch (a model-checker trace found exactly
+    /// that: a retry timer set before an expiry fired in the next session, and the stale
+    /// callback deleted the new leader's node again and again). A round whose latch is still
+    /// running goes on: the latch starts over in the next session and runs the callback again
+    /// when it leads; otherwise the next connection looks for a leader and elects.
+    fn abandon_callback(&mut self) {
+        self.step = None;
+        self.retry = None;
+        if self.latch.is_none() || self.latch_closing {
+            self.electing = false;
+        }
+    }
+
     /// The callback is done (or not needed): release the latch and watch the leader.
     fn finish_round(&mut self, out: &mut Vec<Command<ElectionReport>>) {
         self.electing = false;
@@ -359,7 +374,10 @@ impl Machine for ElectionMachine {
                     | SessionEvent::Reconnected { session_id } => {
                         self.session = Some(session_id);
                     }
-                    SessionEvent::Expired | SessionEvent::Closed => self.session = None,
+                    SessionEvent::Expired | SessionEvent::Closed => {
+                        self.session = None;
+                        self.abandon_callback();
+                    }
                     SessionEvent::Disconnected => {}
                 }
                 if matches!(event, SessionEvent::Disconnected | SessionEvent::Expired) {
@@ -418,5 +436,108 @@ impl Election {
     /// The next change of leadership, waiting for it.
     pub async fn next_report(&self) -> Option<ElectionReport> {
         self.handle.next_report().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Created, SessionId, Stat};
+
+    const INSTANCE: &str = "/job/leader/election/instance";
+
+    /// A one-client server in session 1, by hand: the latch's node (`latch`, once created) is
+    /// alone in line; the instance node is missing; its write meets `ConnectionLoss`.
+    fn answer(request: &Request, latch: &mut String) -> Result<Response, ZkError> {
+        let stat = Stat {
+            czxid: 9,
+            ephemeral_owner: 1,
+            ..Stat::default()
+        };
+        match request {
+            Request::GetData { path, .. } if path == INSTANCE => Err(ZkError::NoNode),
+            Request::Exists { path, .. } if path == INSTANCE => Ok(Response::Exists(None)),
+            Request::Create { path, .. } if path == INSTANCE => Err(ZkError::ConnectionLoss),
+            Request::Create { path, .. } => {
+                *latch = format!("{path}0000000000");
+                Ok(Response::Created(Created {
+                    path: latch.clone(),
+                    stat,
+                }))
+            }
+            Request::GetChildren { .. } => {
+                let name = crate::path::name_of(latch).to_owned();
+                Ok(Response::Children(vec![name], Stat::default()))
+            }
+            Request::Exists { .. } => Ok(Response::Exists(Some(stat))),
+            other => panic!("unexpected request {other:?}"),
+        }
+    }
+
+    /// Answers every operation in `out` (and those they lead to); returns the requests made
+    /// and the timers set.
+    fn run(
+        machine: &mut ElectionMachine,
+        out: Vec<Command<ElectionReport>>,
+    ) -> (Vec<Request>, Vec<u64>) {
+        let (mut requests, mut timers, mut latch) = (Vec::new(), Vec::new(), String::new());
+        let mut queue = std::collections::VecDeque::from(out);
+        while let Some(command) = queue.pop_front() {
+            assert!(requests.len() < 50, "no end: {requests:#?}");
+            match command {
+                Command::Op { id, request } => {
+                    let result = answer(&request, &mut latch);
+                    requests.push(request);
+                    let mut more = Vec::new();
+                    machine.handle(Input::Reply { id, result }, &mut more);
+                    queue.extend(more);
+                }
+                Command::Timer { id, .. } => timers.push(id),
+                Command::Report(_) => {}
+            }
+        }
+        (requests, timers)
+    }
+
+    fn writes_instance(request: &Request) -> bool {
+        matches!(request,
+            Request::Create { path, .. } | Request::Delete { path, .. } | Request::Exists { path, .. }
+                if path == INSTANCE)
+    }
+
+    #[test]
+    fn a_retry_set_before_an_expiry_does_not_write_outside_the_latch() {
+        let mut machine = ElectionMachine::new(ElectionVariant::Correct, "/job", "i0", "u");
+        let mut out = Vec::new();
+        let connected = |id| SessionEvent::Connected {
+            session_id: SessionId(id),
+        };
+        machine.handle(Input::Session(connected(1)), &mut out);
+        machine.handle(Input::Request(ElectionRequest::Elect), &mut out);
+        let (requests, timers) = run(&mut machine, out);
+        assert!(
+            requests
+                .iter()
+                .any(|r| matches!(r, Request::Create { path, .. } if path == INSTANCE)),
+            "the latch led and the callback wrote the instance node: {requests:?}"
+        );
+        let [retry] = timers[..] else {
+            panic!("one retry after ConnectionLoss: {timers:?}")
+        };
+
+        // The session expires before the retry fires; a new session connects; then the retry
+        // timer fires.
+        let mut out = Vec::new();
+        machine.handle(Input::Session(SessionEvent::Expired), &mut out);
+        machine.handle(Input::Session(connected(2)), &mut out);
+        out.clear();
+        machine.handle(Input::Timer(retry), &mut out);
+        let stale = out
+            .iter()
+            .any(|c| matches!(c, Command::Op { request, .. } if writes_instance(request)));
+        assert!(
+            !stale,
+            "the old session's callback went on in the new one, outside the latch: {out:?}"
+        );
     }
 }
