@@ -215,7 +215,9 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             }
             _ if !verdict.complete => println!(
                 "INCOMPLETE: no violation in the first {} states; the check gave up at \
-                 --max-states {}",
+                 --max-states {}\n(a larger --max-states needs memory in proportion, a few hundred bytes \
+                 to a KiB a state; fewer --clients or a smaller --faults budget shrink \
+                 the space)",
                 verdict.states, args.max_states
             ),
             _ => println!("no violation"),

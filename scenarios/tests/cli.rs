@@ -149,4 +149,11 @@ fn a_check_that_reaches_its_state_limit_says_so_and_exits_2() {
     assert_eq!(code, 2, "{stdout}");
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
     assert_eq!(report["result"], "incomplete");
+    let (code, stdout, _) = zkharness(&["check", "lock", "--max-states", "1000"]);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(stdout.contains("INCOMPLETE"), "{stdout}");
+    assert!(
+        stdout.contains("fewer --clients or a smaller --faults budget"),
+        "the message says how to make the space smaller: {stdout}"
+    );
 }
