@@ -152,12 +152,6 @@ impl Entries for History {
     }
 }
 
-/// Whether `path` is `dir` or lies under it.
-pub fn is_under(path: &str, dir: &str) -> bool {
-    path.strip_prefix(dir)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-}
-
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0100_0000_01b3;
 

@@ -185,7 +185,7 @@ pub fn no_oversell(history: &impl Entries, resource: &str, initial: i64) -> Find
 /// over) or lost its session: a watch it abandoned is not a waiter (Curator removes such watches
 /// with `removeWatches`). Events whose zxid the engine did not record are not counted.
 pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
-    let under = |path: &str| crate::history::is_under(path, dir);
+    let under = |path: &str| zkh_recipes::path::is_under(path, dir);
     let mut waiting: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
     let mut woken: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
     for entry in history.each() {

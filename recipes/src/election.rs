@@ -499,7 +499,8 @@ mod tests {
         (requests, timers)
     }
 
-    fn writes_instance(request: &Request) -> bool {
+    /// A step of the callback on the instance node (the check, the clear, the write).
+    fn goes_on_with_the_callback(request: &Request) -> bool {
         matches!(request,
             Request::Create { path, .. } | Request::Delete { path, .. } | Request::Exists { path, .. }
                 if path == INSTANCE)
@@ -532,9 +533,9 @@ mod tests {
         machine.handle(Input::Session(connected(2)), &mut out);
         out.clear();
         machine.handle(Input::Timer(retry), &mut out);
-        let stale = out
-            .iter()
-            .any(|c| matches!(c, Command::Op { request, .. } if writes_instance(request)));
+        let stale = out.iter().any(
+            |c| matches!(c, Command::Op { request, .. } if goes_on_with_the_callback(request)),
+        );
         assert!(
             !stale,
             "the old session's callback went on in the new one, outside the latch: {out:?}"

@@ -154,6 +154,12 @@ pub fn ancestors(path: &str) -> Vec<String> {
     paths
 }
 
+/// Whether `path` is `dir` or lies under it (`/a/b` is under `/a`; `/ab` is not).
+pub fn is_under(path: &str, dir: &str) -> bool {
+    path.strip_prefix(dir)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// `parent` joined with one child `name`.
 pub fn join(parent: &str, name: &str) -> String {
     if parent == "/" {
@@ -244,6 +250,14 @@ impl From<PathError> for ZkError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn under_means_the_dir_or_below_it() {
+        assert!(is_under("/a", "/a"));
+        assert!(is_under("/a/b/c", "/a"));
+        assert!(!is_under("/ab", "/a"));
+        assert!(!is_under("/b", "/a"));
+    }
 
     #[test]
     fn accepts_what_zookeeper_accepts() {

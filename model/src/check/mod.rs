@@ -458,7 +458,7 @@ impl<W: Workload> RecipeModel<W> {
     }
 
     fn under_dir(&self, path: &str) -> bool {
-        crate::history::is_under(path, self.workload.dir())
+        zkh_recipes::path::is_under(path, self.workload.dir())
     }
 
     fn fault(state: &mut State<W>, description: String) {
