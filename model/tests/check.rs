@@ -6,7 +6,7 @@
 
 use zkh_model::check::{
     check, find_violation, Acting, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload,
-    MasterWorkload, RecipeModel, Workload,
+    MasterWorkload, Order, RecipeModel, Workload,
 };
 use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
@@ -119,6 +119,23 @@ fn no_owner_check_makes_two_leaders_after_a_client_side_expiry() {
         "single acting master",
         19,
     );
+}
+
+#[test]
+fn a_violation_past_the_breadth_first_probe_is_found_depth_first_and_shortened() {
+    // No-owner-check's counterexample needs more states than the probe generates, so the
+    // depth-first search finds it, by some longer path; the check still reports the shortest.
+    let model = latch(LatchVariant::NoOwnerCheck, "client-expire=1");
+    let verdict = check(&model);
+    assert_eq!(
+        verdict.search,
+        Order::DepthFirst,
+        "the probe did not decide"
+    );
+    let violation = verdict.violation.expect("a violation");
+    assert_eq!(violation.property, "single acting master");
+    assert!(violation.shortest);
+    assert_eq!(violation.path.len(), 19, "the same length as breadth first");
 }
 
 #[test]

@@ -1,14 +1,15 @@
 //! `zkharness`: the command line of the ZooKeeper recipe harness.
 //!
-//! - `zkharness check <recipe>` explores every state of a recipe's model (breadth first, one
-//!   thread) within a fault budget, and prints the shortest counterexample or "no violation";
+//! - `zkharness check <recipe>` explores every state of a recipe's model (breadth first for
+//!   the first states, then depth first; one thread) within a fault budget, and prints the
+//!   shortest counterexample or "no violation";
 //!   `--json` prints one JSON object for CI; `--export FILE` writes a counterexample as a
 //!   scenario the simulator replays.
 //! - `zkharness explore <recipe>` serves stateright's Explorer on 127.0.0.1 to walk the states
 //!   by hand.
 //!
-//! Exit status: 0 when the check passes, 1 on a violation, 2 when it gave up at its state limit
-//! without finding one, 64 on bad input.
+//! Exit status: 0 when the check passes, 1 on a violation, 2 when it gave up at its state or
+//! depth limit without finding one, 64 on bad input.
 
 /// The model checker allocates and frees a copy of whatever a step changes, millions of times
 /// a second; mimalloc does that about a quarter faster than the system allocator.
@@ -21,7 +22,9 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 use stateright::Model;
-use zkh_model::check::{check_at_most, Acting, FaultBudget, RecipeModel, Workload};
+use zkh_model::check::{
+    check_within, Acting, FaultBudget, GaveUp, Limits, Order, RecipeModel, Workload, SHORTEN_STATES,
+};
 use zkh_scenarios::{any_model, export, Recipe, Scenario};
 
 #[derive(Parser)]
@@ -37,7 +40,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Explore every state of a recipe's model within a fault budget (BFS, one thread).
+    /// Explore every state of a recipe's model within a fault budget (breadth first, then depth
+    /// first; one thread).
     Check(CheckArgs),
     /// Serve stateright's Explorer for a recipe's model on 127.0.0.1.
     Explore(ExploreArgs),
@@ -75,8 +79,12 @@ struct CheckArgs {
     json: bool,
     /// Give up after about this many generated states (a known-bad variant stops at its first
     /// violation; a pass explores everything). Exit code 2 when it gives up.
-    #[arg(long, default_value_t = 20_000_000)]
+    #[arg(long, default_value_t = 50_000_000)]
     max_states: usize,
+    /// Give up on paths longer than this many steps (a recipe that can loop for ever has paths
+    /// of every length; the deepest correct check is 129). Exit code 2 when it gives up.
+    #[arg(long, default_value_t = Limits::DEFAULT_MAX_DEPTH)]
+    max_depth: usize,
     /// Write a counterexample, if one is found, as a scenario file (JSON) the simulator replays.
     #[arg(long, value_name = "FILE")]
     export: Option<PathBuf>,
@@ -131,7 +139,11 @@ fn parse(args: &ModelArgs) -> Result<Recipe, String> {
 
 fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckArgs) -> ExitCode {
     let started = Instant::now();
-    let verdict = check_at_most(&model, Some(args.max_states));
+    let limits = Limits {
+        max_states: Some(args.max_states),
+        max_depth: args.max_depth,
+    };
+    let verdict = check_within(&model, limits);
     let seconds = started.elapsed().as_secs_f64();
     let per_second = verdict.unique_states as f64 / seconds.max(1e-9);
     let final_state = verdict.violation.as_ref().map(|violation| {
@@ -158,6 +170,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             (Some(violation), Some((_, steps))) => serde_json::json!({
                 "violation": violation.property,
                 "path": steps,
+                "shortest": violation.shortest,
             }),
             _ if !verdict.complete => serde_json::json!("incomplete"),
             _ => serde_json::json!("pass"),
@@ -171,9 +184,17 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             "states": verdict.states,
             "unique_states": verdict.unique_states,
             "max_depth": verdict.max_depth,
+            "search": match verdict.search {
+                Order::BreadthFirst => "breadth-first",
+                Order::DepthFirst => "depth-first",
+            },
             "seconds": seconds,
             "states_per_sec": per_second.round(),
             "sometimes_unreached": verdict.unreached,
+            "gave_up": verdict.gave_up.map(|limit| match limit {
+                GaveUp::States(_) => "max-states",
+                GaveUp::Depth(_) => "max-depth",
+            }),
             "result": result,
         });
         println!("{report}");
@@ -205,7 +226,15 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                     .map(|f| f.detail)
                     .unwrap_or_default();
                 println!("VIOLATION of {}: {detail}", violation.property);
-                println!("shortest counterexample, {} steps:", steps.len());
+                if violation.shortest {
+                    println!("shortest counterexample, {} steps:", steps.len());
+                } else {
+                    println!(
+                        "counterexample, {} steps (found depth first; no shorter one within the \
+                         first {SHORTEN_STATES} states breadth first, so it may not be the shortest):",
+                        steps.len()
+                    );
+                }
                 for (index, step) in steps.iter().enumerate() {
                     println!("{:>4}. {step}", index + 1);
                 }
@@ -213,14 +242,22 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                     println!("exported to {}", path.display());
                 }
             }
-            _ if !verdict.complete => println!(
-                "INCOMPLETE: no violation in the first {} states; the check gave up at \
-                 --max-states {}\n(a larger --max-states needs memory in proportion, a few hundred bytes \
-                 to a KiB a state; fewer --clients or a smaller --faults budget shrink \
-                 the space)",
-                verdict.states, args.max_states
-            ),
-            _ => println!("no violation"),
+            _ => match verdict.gave_up {
+                Some(GaveUp::States(max)) => println!(
+                    "INCOMPLETE: no violation in the first {} states; the check gave up at \
+                     --max-states {max}\n(a larger --max-states costs time and about 30 bytes \
+                     a state; fewer --clients or a smaller --faults budget shrink the space)",
+                    verdict.states
+                ),
+                Some(GaveUp::Depth(max)) => println!(
+                    "INCOMPLETE: no violation in {} states, but some paths are longer than \
+                     --max-depth {max} steps\n(a recipe that can repeat a step for ever has no \
+                     end: look for a loop in the deepest paths, e.g. with `zkharness explore`; \
+                     or raise --max-depth)",
+                    verdict.states
+                ),
+                None => println!("no violation"),
+            },
         }
     }
     if verdict.violation.is_some() {

@@ -157,3 +157,20 @@ fn a_check_that_reaches_its_state_limit_says_so_and_exits_2() {
         "the message says how to make the space smaller: {stdout}"
     );
 }
+
+#[test]
+fn a_check_that_reaches_its_depth_limit_says_so_and_exits_2() {
+    // The lock's standard check is 44 steps deep: at 10 the depth-first search must stop.
+    let (code, stdout, _) = zkharness(&["check", "lock", "--max-depth", "10", "--json"]);
+    assert_eq!(code, 2, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["result"], "incomplete");
+    assert_eq!(report["gave_up"], "max-depth");
+    assert_eq!(report["max_depth"], 10);
+    let (code, stdout, _) = zkharness(&["check", "lock", "--max-depth", "10"]);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(
+        stdout.contains("longer than --max-depth 10 steps"),
+        "the message names the limit: {stdout}"
+    );
+}

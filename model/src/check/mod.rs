@@ -76,7 +76,10 @@ use crate::properties::Finding;
 use crate::request::Notification;
 use crate::zookeeper::ZkModel;
 
-pub use run::{check, check_at_most, find_violation, Verdict, Violation};
+pub use run::{
+    check, check_within, find_violation, GaveUp, Limits, Order, Verdict, Violation, PROBE_STATES,
+    SHORTEN_STATES,
+};
 pub use shared::{Shared, SharedLog, SharedMut};
 pub use workloads::{
     ElectionWorkload, LatchWorkload, LeaderApp, LeaderRecipe, LockWorkload, MasterWorkload,

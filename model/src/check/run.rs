@@ -1,26 +1,89 @@
-//! Running a check: breadth-first search over every state, single-threaded (on two cores more
-//! threads were slower), then the shortest counterexample by iterative deepening, because the
-//! path stateright keeps is not always the shortest one.
+//! Running a check, single-threaded (on two cores more threads were slower), in three steps:
+//!
+//! 1. **A breadth-first probe** of the first [`PROBE_STATES`] states. Known-bad variants fail
+//!    within a few dozen steps, and some of them have no end (two instances deleting each
+//!    other's node for ever): breadth first finds their violation before any deep branch, and
+//!    a small space is explored whole here.
+//! 2. **Depth first over every state**, when the probe found nothing and did not finish. The
+//!    two searches visit the same states, but breadth first holds its whole frontier (each a
+//!    full state) and a parent per state, while depth first holds one path's siblings and a
+//!    fingerprint per state: on the lock's standard check that is 35 MiB against 500 MiB, and
+//!    2.5 times the speed (see the README's speed table). A space with no end would take a
+//!    depth-first search down one endless branch, holding a longer path at every step, so the
+//!    search stops at [`Limits::max_depth`] and says so: the deepest correct check is far
+//!    shallower (45 steps for the lock's standard check).
+//! 3. **The shortest counterexample**, when either search found a violation: breadth first
+//!    until that property fails (after a depth-first search, whose path can be far longer;
+//!    within [`SHORTEN_STATES`], or the depth-first path is kept and marked as not the
+//!    shortest), then iterative deepening below that length, because the path stateright's
+//!    breadth-first search keeps is not always the shortest one.
 
 use std::collections::BTreeSet;
 
-use stateright::{Checker, Expectation, HasDiscoveries, Model};
+use stateright::{Checker, CheckerBuilder, Expectation, HasDiscoveries, Model};
 
 use super::{Action, RecipeModel, Workload};
 
-/// A property that failed, and the shortest path to its failure.
+/// How many states the breadth-first probe generates before the depth-first search takes over
+/// (a third of a second: enough to find a shallow counterexample before a depth-first search
+/// could lose itself in a deep branch of a space with no end).
+pub const PROBE_STATES: usize = 100_000;
+
+/// How many states a breadth-first search may generate to shorten a depth-first
+/// counterexample (a breadth-first state costs up to a KiB: this bounds it near 2 GiB).
+pub const SHORTEN_STATES: usize = 2_000_000;
+
+/// Where a check gives up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// About this many generated states (none: no limit).
+    pub max_states: Option<usize>,
+    /// Paths of this many steps (a space with no end has paths of every length).
+    pub max_depth: usize,
+}
+
+impl Limits {
+    /// The deepest path a check explores by default: several times the deepest correct check.
+    pub const DEFAULT_MAX_DEPTH: usize = 300;
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_states: None,
+            max_depth: Limits::DEFAULT_MAX_DEPTH,
+        }
+    }
+}
+
+/// A property that failed, and a path to its failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// The property's name.
     pub property: &'static str,
     /// The actions from the initial state.
     pub path: Vec<Action>,
+    /// Whether no shorter path fails the property (false only when a depth-first path was
+    /// too long to shorten within [`SHORTEN_STATES`]).
+    pub shortest: bool,
+}
+
+/// Why a check stopped before exploring every state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GaveUp {
+    /// At [`Limits::max_states`].
+    States(usize),
+    /// Some path reached [`Limits::max_depth`] steps.
+    Depth(usize),
 }
 
 /// The outcome of a check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
-    /// States generated (with repeats), until the end or the first violation.
+    /// The search that decided: the breadth-first probe, or the depth-first search after it.
+    pub search: Order,
+    /// States generated (with repeats), until the end or the first violation, by the search
+    /// that decided (the probe, or the depth-first search after it).
     pub states: usize,
     /// Distinct states.
     pub unique_states: usize,
@@ -29,107 +92,193 @@ pub struct Verdict {
     /// The first `always` or `eventually` property that failed, if any.
     pub violation: Option<Violation>,
     /// Whether every state was explored (or a violation found); false when the search gave up
-    /// at its state limit.
+    /// at a limit.
     pub complete: bool,
+    /// The limit the search gave up at, if it did and found no violation.
+    pub gave_up: Option<GaveUp>,
     /// `sometimes` properties that no state reached (a pass with any of these is an empty one;
     /// empty after a violation, where the search stopped early).
     pub unreached: Vec<&'static str>,
 }
 
-/// Checks every state of `model`, stopping at the first violation (a known-bad variant's state
-/// space can be unbounded, e.g. two instances deleting each other's node for ever); a
-/// violation is then shortened by iterative deepening.
+/// Checks every state of `model` within the default [`Limits`], stopping at the first
+/// violation, which is then shortened (see the module docs).
 pub fn check<W: Workload>(model: &RecipeModel<W>) -> Verdict {
-    check_at_most(model, None)
+    check_within(model, Limits::default())
 }
 
-/// [`check`], giving up after about `max_states` generated states (the verdict then says it is
-/// incomplete unless it found a violation).
-pub fn check_at_most<W: Workload>(model: &RecipeModel<W>, max_states: Option<usize>) -> Verdict {
-    let mut builder = model
-        .clone()
-        .checker()
-        .threads(1)
-        .finish_when(HasDiscoveries::AnyFailures);
-    if let Some(max_states) = max_states {
+/// [`check`] within `limits` (the verdict says where it gave up, unless it found a violation).
+pub fn check_within<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> Verdict {
+    let probe_limit = limits
+        .max_states
+        .map_or(PROBE_STATES, |max| max.min(PROBE_STATES));
+    let probe = search(
+        model,
+        Order::BreadthFirst,
+        Limits {
+            max_states: Some(probe_limit),
+            ..limits
+        },
+    );
+    let probe_decides =
+        probe.violation.is_some() || probe.complete || limits.max_states == Some(probe_limit);
+    let mut verdict = if probe_decides {
+        probe
+    } else {
+        search(model, Order::DepthFirst, limits)
+    };
+    if let Some(violation) = &mut verdict.violation {
+        if !probe_decides {
+            // A depth-first path can be far longer than need be.
+            let found = breadth_first_until(
+                model,
+                violation.property,
+                violation.path.len(),
+                Some(SHORTEN_STATES),
+            );
+            match found {
+                Some(path) => violation.path = path,
+                None => violation.shortest = false,
+            }
+        }
+        if violation.shortest {
+            violation.path = shortest(model, violation.property, &violation.path);
+        }
+    }
+    verdict
+}
+
+/// The shortest counterexample of `model`, searching breadth first only until a first property
+/// fails (for a known-bad variant, whose full state space need not be explored).
+pub fn find_violation<W: Workload>(model: &RecipeModel<W>) -> Option<Violation> {
+    let checker = builder(model)
+        .finish_when(HasDiscoveries::AnyFailures)
+        .spawn_bfs()
+        .join();
+    let property = first_failure(model, &checker)?;
+    let found = checker.discovery(property)?.into_actions();
+    Some(Violation {
+        property,
+        path: shortest(model, property, &found),
+        shortest: true,
+    })
+}
+
+/// The order of a search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Level by level (the probe, and every search for a shortest path).
+    BreadthFirst,
+    /// Down one path at a time (the whole space, after the probe).
+    DepthFirst,
+}
+
+fn builder<W: Workload>(model: &RecipeModel<W>) -> CheckerBuilder<RecipeModel<W>> {
+    model.clone().checker().threads(1)
+}
+
+/// One search in `order`, until the first violation, the end, or a limit.
+fn search<W: Workload>(model: &RecipeModel<W>, order: Order, limits: Limits) -> Verdict {
+    // stateright counts the initial state as depth 1 and skips states at the target depth.
+    let mut builder = builder(model)
+        .finish_when(HasDiscoveries::AnyFailures)
+        .target_max_depth(limits.max_depth + 2);
+    if let Some(max_states) = limits.max_states {
         builder = builder.target_state_count(max_states);
     }
-    let checker = builder.spawn_bfs().join();
+    let checker: Box<dyn Checker<RecipeModel<W>>> = match order {
+        Order::BreadthFirst => Box::new(builder.spawn_bfs().join()),
+        Order::DepthFirst => Box::new(builder.spawn_dfs().join()),
+    };
+    let violation = first_failure(model, checker.as_ref()).map(|property| Violation {
+        property,
+        path: checker
+            .discovery(property)
+            .expect("a failed property has a discovery")
+            .into_actions(),
+        shortest: true,
+    });
+    // The deepest state popped, in steps: one at the target depth means some were skipped.
+    let max_depth = checker.max_depth().saturating_sub(1);
+    let gave_up = if violation.is_some() {
+        None
+    } else if max_depth > limits.max_depth {
+        Some(GaveUp::Depth(limits.max_depth))
+    } else {
+        limits
+            .max_states
+            .filter(|max| checker.state_count() >= *max)
+            .map(GaveUp::States)
+    };
+    let complete = gave_up.is_none();
     let discoveries = checker.discoveries();
-    let properties = model.properties();
-    let failed = properties
-        .iter()
-        .find(|p| p.expectation != Expectation::Sometimes && discoveries.contains_key(p.name));
-    let unreached = match failed {
-        Some(_) => Vec::new(),
-        None => properties
+    let unreached = if complete && violation.is_none() {
+        model
+            .properties()
             .iter()
             .filter(|p| {
                 p.expectation == Expectation::Sometimes && !discoveries.contains_key(p.name)
             })
             .map(|p| p.name)
-            .collect(),
+            .collect()
+    } else {
+        Vec::new()
     };
-    let violation = failed.map(|property| {
-        let found = discoveries[property.name].clone().into_actions();
-        Violation {
-            property: property.name,
-            path: shortest(model, property.name, found),
-        }
-    });
-    let complete = violation.is_some()
-        || max_states.is_none_or(|max_states| checker.state_count() < max_states);
-    let unreached = if complete { unreached } else { Vec::new() };
     Verdict {
+        search: order,
         states: checker.state_count(),
         unique_states: checker.unique_state_count(),
-        max_depth: checker.max_depth(),
+        max_depth: max_depth.min(limits.max_depth),
         violation,
-        unreached,
         complete,
+        gave_up,
+        unreached,
     }
 }
 
-/// The shortest counterexample of `model`, searching only until a first property fails (for a
-/// known-bad variant, whose full state space need not be explored).
-pub fn find_violation<W: Workload>(model: &RecipeModel<W>) -> Option<Violation> {
-    let checker = model
-        .clone()
-        .checker()
-        .threads(1)
-        .finish_when(HasDiscoveries::AnyFailures)
-        .spawn_bfs()
-        .join();
+/// The first `always` or `eventually` property (in the model's order) that `checker` found
+/// failing.
+fn first_failure<W: Workload, C: Checker<RecipeModel<W>> + ?Sized>(
+    model: &RecipeModel<W>,
+    checker: &C,
+) -> Option<&'static str> {
     let discoveries = checker.discoveries();
-    let property = model
+    model
         .properties()
         .into_iter()
-        .find(|p| p.expectation != Expectation::Sometimes && discoveries.contains_key(p.name))?;
-    let found = discoveries[property.name].clone().into_actions();
-    Some(Violation {
-        property: property.name,
-        path: shortest(model, property.name, found),
-    })
+        .find(|p| p.expectation != Expectation::Sometimes && discoveries.contains_key(p.name))
+        .map(|p| p.name)
 }
 
-/// The shortest path to a failure of `property`, no longer than `found`.
+/// The shortest path to a failure of `property`, no longer than `found`, by iterative
+/// deepening.
 fn shortest<W: Workload>(
     model: &RecipeModel<W>,
     property: &'static str,
-    found: Vec<Action>,
+    found: &[Action],
 ) -> Vec<Action> {
-    for depth in 1..found.len() + 1 {
-        let checker = model
-            .clone()
-            .checker()
-            .threads(1)
-            .target_max_depth(depth)
-            .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
-            .spawn_bfs()
-            .join();
-        if let Some(path) = checker.discovery(property) {
-            return path.into_actions();
-        }
+    (0..found.len())
+        .find_map(|length| breadth_first_until(model, property, length, None))
+        .unwrap_or_else(|| found.to_vec())
+}
+
+/// A path of at most `length` actions to a failure of `property`, searching breadth first
+/// (within about `max_states` generated states).
+fn breadth_first_until<W: Workload>(
+    model: &RecipeModel<W>,
+    property: &'static str,
+    length: usize,
+    max_states: Option<usize>,
+) -> Option<Vec<Action>> {
+    let mut builder = builder(model)
+        .target_max_depth(length + 2)
+        .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])));
+    if let Some(max_states) = max_states {
+        builder = builder.target_state_count(max_states);
     }
-    found
+    builder
+        .spawn_bfs()
+        .join()
+        .discovery(property)
+        .map(|path| path.into_actions())
 }
