@@ -16,6 +16,7 @@ pub mod history;
 pub mod memory;
 pub mod properties;
 pub mod request;
+pub mod shared;
 pub mod tree;
 pub mod watches;
 pub mod zookeeper;

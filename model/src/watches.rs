@@ -113,6 +113,31 @@ impl Watches {
         );
     }
 
+    /// Whether `session` has a data watch on `path`.
+    pub fn watches_data(&self, session: SessionId, path: &str) -> bool {
+        self.data.get(path).is_some_and(|s| s.contains(&session))
+    }
+
+    /// Whether `session` has a child watch on `path`.
+    pub fn watches_children(&self, session: SessionId, path: &str) -> bool {
+        self.child.get(path).is_some_and(|s| s.contains(&session))
+    }
+
+    /// Whether any data watch is set on one of `data_paths`, or child watch on one of
+    /// `child_paths`.
+    pub fn any(&self, data_paths: &[&str], child_paths: &[&str]) -> bool {
+        data_paths.iter().any(|p| self.data.contains_key(*p))
+            || child_paths.iter().any(|p| self.child.contains_key(*p))
+    }
+
+    /// Whether `session` has any watch.
+    pub fn of_session(&self, session: SessionId) -> bool {
+        let of = |table: &BTreeMap<String, BTreeSet<SessionId>>| {
+            table.values().any(|sessions| sessions.contains(&session))
+        };
+        of(&self.data) || of(&self.child)
+    }
+
     /// Removes every watch of `session`.
     pub fn forget_session(&mut self, session: SessionId) {
         for table in [&mut self.data, &mut self.child] {

@@ -39,6 +39,7 @@ use zkh_recipes::path::{parent_of, validate_create_path, validate_delete_path, v
 use zkh_recipes::{CreateMode, Created, EventType, Op, OpResult, SessionId, ZkError};
 
 use crate::request::{Applied, Notification, Reply, Request, Response};
+use crate::shared::Shared;
 use crate::tree::{DataTree, Node, SYSTEM_PATHS};
 use crate::watches::Watches;
 
@@ -66,9 +67,11 @@ pub struct Session {
 /// The state of a ZooKeeper server: data tree, sessions, watches, last zxid.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ZkModel {
-    tree: DataTree,
-    watches: Watches,
-    sessions: BTreeMap<SessionId, Session>,
+    // Each part shared between copies until one changes it: a model checker copies the server
+    // for every step that reaches it, and most steps change one part or none.
+    tree: Shared<DataTree>,
+    watches: Shared<Watches>,
+    sessions: Shared<BTreeMap<SessionId, Session>>,
     last_zxid: i64,
     next_session_id: i64,
 }
@@ -83,9 +86,9 @@ impl ZkModel {
     /// A fresh server: `/` and the system nodes, no session, zxid 0.
     pub fn new() -> ZkModel {
         ZkModel {
-            tree: DataTree::default(),
-            watches: Watches::default(),
-            sessions: BTreeMap::new(),
+            tree: Shared::new(DataTree::default()),
+            watches: Shared::new(Watches::default()),
+            sessions: Shared::new(BTreeMap::new()),
             last_zxid: 0,
             next_session_id: FIRST_SESSION_ID,
         }
@@ -141,7 +144,7 @@ impl ZkModel {
         self.next_zxid();
         let id = SessionId(self.next_session_id);
         self.next_session_id += 1;
-        self.sessions.insert(id, Session::default());
+        self.sessions.to_mut().insert(id, Session::default());
         id
     }
 
@@ -149,14 +152,20 @@ impl ZkModel {
     /// the watches of the other sessions. Its own watches are dropped. Returns the notifications,
     /// or `None` if the session was not live.
     pub fn close_session(&mut self, session: SessionId) -> Option<Vec<Notification>> {
-        let closed = self.sessions.remove(&session)?;
+        if !self.sessions.contains_key(&session) {
+            return None;
+        }
+        let closed = self
+            .sessions
+            .to_mut()
+            .remove(&session)
+            .expect("the session is live");
         let zxid = self.next_zxid();
-        self.watches.forget_session(session);
+        self.forget_watches(session);
         let mut notifications = Vec::new();
         for path in &closed.ephemerals {
-            self.tree.delete(path, zxid);
-            self.watches
-                .on_delete(path, parent_of(path), zxid, &mut notifications);
+            self.tree.to_mut().delete(path, zxid);
+            self.on_delete(path, zxid, &mut notifications);
         }
         Some(notifications)
     }
@@ -167,9 +176,8 @@ impl ZkModel {
         let mut notifications = Vec::new();
         for path in self.tree.empty_containers() {
             let zxid = self.next_zxid();
-            self.tree.delete(&path, zxid);
-            self.watches
-                .on_delete(&path, parent_of(&path), zxid, &mut notifications);
+            self.tree.to_mut().delete(&path, zxid);
+            self.on_delete(&path, zxid, &mut notifications);
         }
         notifications
     }
@@ -205,20 +213,20 @@ impl ZkModel {
             match self.tree.get(path) {
                 None => fire(EventType::NodeDeleted, path),
                 Some(node) if node.mzxid > last_zxid => fire(EventType::NodeDataChanged, path),
-                Some(_) => self.watches.watch_data(session, path),
+                Some(_) => self.watches.to_mut().watch_data(session, path),
             }
         }
         for path in &watches.exist {
             match self.tree.get(path) {
                 Some(_) => fire(EventType::NodeCreated, path),
-                None => self.watches.watch_data(session, path),
+                None => self.watches.to_mut().watch_data(session, path),
             }
         }
         for path in &watches.child {
             match self.tree.get(path) {
                 None => fire(EventType::NodeDeleted, path),
                 Some(node) if node.pzxid > last_zxid => fire(EventType::NodeChildrenChanged, path),
-                Some(_) => self.watches.watch_children(session, path),
+                Some(_) => self.watches.to_mut().watch_children(session, path),
             }
         }
         fired
@@ -227,12 +235,51 @@ impl ZkModel {
     /// Drops every watch: what a server's replica keeps when it adopts a leader's snapshot, since
     /// watches live on the server a client is connected to, not in the replicated state.
     pub fn clear_watches(&mut self) {
-        self.watches = Watches::default();
+        self.watches = Shared::new(Watches::default());
     }
 
     /// Drops the watches of one session on this server (its client moved to another server).
     pub fn forget_watches(&mut self, session: SessionId) {
-        self.watches.forget_session(session);
+        if self.watches.of_session(session) {
+            self.watches.to_mut().forget_session(session);
+        }
+    }
+
+    /// Sets a data watch, if `session` has none on `path` yet.
+    fn watch_data(&mut self, session: SessionId, path: &str) {
+        if !self.watches.watches_data(session, path) {
+            self.watches.to_mut().watch_data(session, path);
+        }
+    }
+
+    /// Sets a child watch, if `session` has none on `path` yet.
+    fn watch_children(&mut self, session: SessionId, path: &str) {
+        if !self.watches.watches_children(session, path) {
+            self.watches.to_mut().watch_children(session, path);
+        }
+    }
+
+    /// Fires the watches a create of `path` triggers (the watch tables change only if any).
+    fn on_create(&mut self, path: &str, zxid: i64, out: &mut Vec<Notification>) {
+        let parent = parent_of(path);
+        if self.watches.any(&[path], &[parent]) {
+            self.watches.to_mut().on_create(path, parent, zxid, out);
+        }
+    }
+
+    /// Fires the watches a delete of `path` triggers.
+    fn on_delete(&mut self, path: &str, zxid: i64, out: &mut Vec<Notification>) {
+        let parent = parent_of(path);
+        if self.watches.any(&[path], &[path, parent]) {
+            self.watches.to_mut().on_delete(path, parent, zxid, out);
+        }
+    }
+
+    /// Fires the watches a setData of `path` triggers.
+    fn on_set_data(&mut self, path: &str, zxid: i64, out: &mut Vec<Notification>) {
+        if self.watches.any(&[path], &[]) {
+            self.watches.to_mut().on_set_data(path, zxid, out);
+        }
     }
 
     /// Applies one request from `session`.
@@ -285,7 +332,7 @@ impl ZkModel {
         match request {
             Request::Exists { path, watch } => {
                 if *watch {
-                    self.watches.watch_data(session, path);
+                    self.watch_data(session, path);
                 }
                 Ok(Response::Exists(self.tree.get(path).map(Node::stat)))
             }
@@ -293,7 +340,7 @@ impl ZkModel {
                 let node = self.tree.get(path).ok_or(ZkError::NoNode)?;
                 let reply = Response::Data(node.data.clone(), node.stat());
                 if *watch {
-                    self.watches.watch_data(session, path);
+                    self.watch_data(session, path);
                 }
                 Ok(reply)
             }
@@ -302,7 +349,7 @@ impl ZkModel {
                 let reply =
                     Response::Children(node.children.iter().cloned().collect(), node.stat());
                 if *watch {
-                    self.watches.watch_children(session, path);
+                    self.watch_children(session, path);
                 }
                 Ok(reply)
             }
@@ -366,13 +413,14 @@ impl ZkModel {
                 if !node.children.is_empty() {
                     return Err(ZkError::NotEmpty);
                 }
-                let removed = self.tree.delete(path, zxid);
+                let removed = self.tree.to_mut().delete(path, zxid);
                 if let Some(owner) = removed.ephemeral_owner {
                     self.sessions
+                        .to_mut()
                         .get_mut(&owner)
                         .map(|s| s.ephemerals.remove(path.as_str()));
                 }
-                self.watches.on_delete(path, parent_of(path), zxid, out);
+                self.on_delete(path, zxid, out);
                 Ok(OpResult::Delete)
             }
             Op::SetData {
@@ -381,8 +429,8 @@ impl ZkModel {
                 version,
             } => {
                 check_version(self.tree.get(path).ok_or(ZkError::NoNode)?, *version)?;
-                let stat = self.tree.set_data(path, data.clone(), zxid);
-                self.watches.on_set_data(path, zxid, out);
+                let stat = self.tree.to_mut().set_data(path, data.clone(), zxid);
+                self.on_set_data(path, zxid, out);
                 Ok(OpResult::SetData { stat })
             }
             Op::Check { path, version } => {
@@ -416,15 +464,17 @@ impl ZkModel {
         }
         let owner = mode.is_ephemeral().then_some(session);
         self.tree
+            .to_mut()
             .create(&path, data.to_vec(), zxid, owner, mode.is_container());
         if owner.is_some() {
             self.sessions
+                .to_mut()
                 .get_mut(&session)
                 .expect("the session was checked to be live")
                 .ephemerals
                 .insert(path.clone());
         }
-        self.watches.on_create(&path, parent_path, zxid, out);
+        self.on_create(&path, zxid, out);
         let stat = self.tree.get(&path).expect("just created").stat();
         Ok(OpResult::Create {
             path,

@@ -57,13 +57,11 @@
 //! time itself (timeouts are timers that may fire at any point).
 
 mod run;
-mod shared;
 mod workloads;
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use stateright::{Expectation, Model, Property};
@@ -76,11 +74,11 @@ use crate::properties::Finding;
 use crate::request::Notification;
 use crate::zookeeper::ZkModel;
 
+pub use crate::shared::{Shared, SharedLog, SharedMut};
 pub use run::{
     check, check_within, find_violation, GaveUp, Limits, Order, Verdict, Violation, PROBE_STATES,
     SHORTEN_STATES,
 };
-pub use shared::{Shared, SharedLog, SharedMut};
 pub use workloads::{
     ElectionWorkload, LatchWorkload, LeaderApp, LeaderRecipe, LockWorkload, MasterWorkload,
     ELECTION_LATCH_DIR, JOB_DIR, LATCH_DIR, LOCK_DIR, MASTER_PATH, RESOURCE,
@@ -209,7 +207,8 @@ pub struct Judge<W: Workload> {
     /// Its class.
     pub expectation: Expectation,
     /// Its finding on `history`, the history of `state` (for `sometimes`: whether it
-    /// happened).
+    /// happened, which must stay true in every longer history: a state whose parent's
+    /// `sometimes` verdict holds inherits it without judging again).
     pub finding: fn(&Recorded<'_>, &State<W>) -> Finding,
 }
 
@@ -279,11 +278,11 @@ pub struct State<W: Workload> {
     pub budget: FaultBudget,
     /// What happened where the order between clients matters: roles, side effects, faults,
     /// losses of connection or session.
-    pub shared: SharedLog<Arc<HistoryEntry>>,
+    pub shared: SharedLog<HistoryEntry>,
     /// What happened to each client that only its own order matters for: its requests under
     /// the recipe's directory, the watch events it got there, its session's end. Kept apart so
     /// that interleavings which differ only in these do not make distinct states.
-    pub logs: Vec<SharedLog<Arc<HistoryEntry>>>,
+    pub logs: Vec<SharedLog<HistoryEntry>>,
     /// The shared history's length at the last fault (0 if none).
     pub last_fault_at: u64,
     /// The resource's fence (used when acting is [`Acting::Fenced`]).
@@ -298,9 +297,9 @@ impl<W: Workload> State<W> {
     /// Nothing is copied.
     pub fn recorded(&self) -> Recorded<'_> {
         let mut entries = Vec::with_capacity(self.history_len());
-        entries.extend(self.shared.iter().map(|entry| &**entry));
+        self.shared.extend_oldest_first(&mut entries);
         for log in &self.logs {
-            entries.extend(log.iter().map(|entry| &**entry));
+            log.extend_oldest_first(&mut entries);
         }
         Recorded { entries }
     }
@@ -343,12 +342,18 @@ impl<W: Workload> State<W> {
         self.shared.len() + self.logs.iter().map(|log| log.len()).sum::<usize>()
     }
 
+    /// Judges the properties on this state's history. `verdicts` still holds the parent's:
+    /// a `sometimes` property that happened there has happened here (the history only grows),
+    /// so it is not judged again.
     fn judge(&mut self) {
         let history = self.recorded();
+        let inherited = self.verdicts;
         let mut verdicts = 0;
         for (index, judge) in W::judges().iter().enumerate() {
-            if (judge.finding)(&history, self).holds {
-                verdicts |= 1 << index;
+            let bit = 1 << index;
+            let happened = judge.expectation == Expectation::Sometimes && inherited & bit != 0;
+            if happened || (judge.finding)(&history, self).holds {
+                verdicts |= bit;
             }
         }
         self.verdicts = verdicts;
@@ -449,7 +454,7 @@ impl<W: Workload> RecipeModel<W> {
     /// Appends `event` to the shared history; its time is its place there.
     fn push(state: &mut State<W>, event: HistoryEvent) {
         let at_us = state.shared.len() as u64;
-        state.shared.push(Arc::new(HistoryEntry { at_us, event }));
+        state.shared.push(HistoryEntry { at_us, event });
     }
 
     /// Appends `event` to client `c`'s own log. It carries no time (0): only its order among
@@ -457,7 +462,7 @@ impl<W: Workload> RecipeModel<W> {
     /// differ.
     fn log(state: &mut State<W>, c: usize, event: HistoryEvent) {
         let entry = HistoryEntry { at_us: 0, event };
-        state.logs[c].push(Arc::new(entry));
+        state.logs[c].push(entry);
     }
 
     fn under_dir(&self, path: &str) -> bool {

@@ -25,9 +25,9 @@ use stateright::{Checker, CheckerBuilder, Expectation, HasDiscoveries, Model};
 use super::{Action, RecipeModel, Workload};
 
 /// How many states the breadth-first probe generates before the depth-first search takes over
-/// (a third of a second: enough to find a shallow counterexample before a depth-first search
+/// (a fifth of a second: enough to find a shallow counterexample before a depth-first search
 /// could lose itself in a deep branch of a space with no end).
-pub const PROBE_STATES: usize = 100_000;
+pub const PROBE_STATES: usize = 50_000;
 
 /// How many states a breadth-first search may generate to shorten a depth-first
 /// counterexample (a breadth-first state costs up to a KiB: this bounds it near 2 GiB).

@@ -1,5 +1,6 @@
-//! [`Shared`]: a part of a state that states share until one of them changes it, with its hash
-//! computed once per change.
+//! [`Shared`]: a part of a model checker's state that states share until one of them changes
+//! it, with its hash computed once per change (the server model's tree, watches and sessions
+//! are each one, and so is each client of the checker's state).
 //!
 //! The checker clones a state for every action and hashes every state it reaches. Most actions
 //! change one client, or the server, or nothing of either: sharing the rest behind an `Arc`
@@ -12,6 +13,7 @@
 //! The hashes are foldhash's with a fixed seed: the same in every run, and several times faster
 //! than SipHash on the strings the recipes' states are full of.
 
+use std::fmt::Debug;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -91,43 +93,114 @@ impl<T: Hash + Clone> Drop for SharedMut<'_, T> {
     }
 }
 
-/// An append-only log, shared between states until one of them appends, with a hash chained
-/// over its entries (an append hashes only the new entry).
-#[derive(Clone, Debug)]
+/// An append-only log, with a hash chained over its entries (an append hashes only the new
+/// entry). It is a persistent list, newest entry first: an append allocates one link, and the
+/// states it came from keep sharing every older link.
 pub struct SharedLog<T> {
-    entries: Arc<Vec<T>>,
+    newest: Option<Arc<Link<T>>>,
+    len: usize,
     hash: u64,
+}
+
+struct Link<T> {
+    entry: T,
+    older: Option<Arc<Link<T>>>,
+}
+
+impl<T> Clone for SharedLog<T> {
+    fn clone(&self) -> Self {
+        SharedLog {
+            newest: self.newest.clone(),
+            len: self.len,
+            hash: self.hash,
+        }
+    }
 }
 
 impl<T> Default for SharedLog<T> {
     fn default() -> Self {
         SharedLog {
-            entries: Arc::new(Vec::new()),
+            newest: None,
+            len: 0,
             hash: 0,
         }
     }
 }
 
-impl<T: Hash + Clone> SharedLog<T> {
+impl<T: Hash> SharedLog<T> {
     /// Appends `entry`.
     pub fn push(&mut self, entry: T) {
         self.hash = hash_of(&(self.hash, hash_of(&entry)));
-        Arc::make_mut(&mut self.entries).push(entry);
+        let older = self.newest.take();
+        self.newest = Some(Arc::new(Link { entry, older }));
+        self.len += 1;
     }
 }
 
-impl<T> Deref for SharedLog<T> {
-    type Target = [T];
+impl<T> SharedLog<T> {
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
 
-    fn deref(&self) -> &[T] {
-        &self.entries
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The entries, newest first.
+    pub fn newest_first(&self) -> impl Iterator<Item = &T> {
+        std::iter::successors(self.newest.as_deref(), |link| link.older.as_deref())
+            .map(|link| &link.entry)
+    }
+
+    /// The entries, oldest first, appended to `into`.
+    pub fn extend_oldest_first<'a>(&'a self, into: &mut Vec<&'a T>) {
+        let start = into.len();
+        into.extend(self.newest_first());
+        into[start..].reverse();
+    }
+}
+
+impl<T> Drop for SharedLog<T> {
+    fn drop(&mut self) {
+        // Unlink iteratively: dropping a long list recursively could overflow the stack.
+        let mut next = self.newest.take();
+        while let Some(link) = next {
+            next = match Arc::try_unwrap(link) {
+                Ok(mut only) => only.older.take(),
+                Err(_) => None,
+            };
+        }
+    }
+}
+
+impl<T: Debug> Debug for SharedLog<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut entries: Vec<&T> = Vec::with_capacity(self.len);
+        self.extend_oldest_first(&mut entries);
+        f.debug_list().entries(entries).finish()
     }
 }
 
 impl<T: PartialEq> PartialEq for SharedLog<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash
-            && (Arc::ptr_eq(&self.entries, &other.entries) || self.entries == other.entries)
+        if self.hash != other.hash || self.len != other.len {
+            return false;
+        }
+        let mut ours = self.newest.as_ref();
+        let mut theirs = other.newest.as_ref();
+        while let (Some(a), Some(b)) = (ours, theirs) {
+            if Arc::ptr_eq(a, b) {
+                return true;
+            }
+            if a.entry != b.entry {
+                return false;
+            }
+            ours = a.older.as_ref();
+            theirs = b.older.as_ref();
+        }
+        true
     }
 }
 
@@ -171,7 +244,10 @@ mod tests {
         c.push("x".to_owned());
         assert_ne!(a, c, "order matters");
         assert_ne!(hash_of(&a), hash_of(&c));
-        assert_eq!(&*b, &["x".to_owned(), "y".to_owned()]);
+        let mut entries = Vec::new();
+        b.extend_oldest_first(&mut entries);
+        assert_eq!(entries, [&"x".to_owned(), &"y".to_owned()]);
+        assert_eq!(b.len(), 2);
         assert_ne!(a, SharedLog::default());
     }
 }
