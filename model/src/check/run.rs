@@ -43,7 +43,8 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The deepest path a check explores by default: several times the deepest correct check.
+    /// The deepest path a check explores by default: three times the deepest standard check
+    /// (the two-client job election's, 94 steps).
     pub const DEFAULT_MAX_DEPTH: usize = 300;
 }
 
