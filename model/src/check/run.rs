@@ -1,9 +1,9 @@
 //! Running a check, single-threaded (on two cores more threads were slower), in three steps:
 //!
 //! 1. **A breadth-first probe** of the first [`PROBE_STATES`] states. Known-bad variants fail
-//!    within a few dozen steps, and some of them have no end (two instances deleting each
-//!    other's node for ever): breadth first finds their violation before any deep branch, and
-//!    a small space is explored whole here.
+//!    within a few dozen steps, and the spaces of some have no end (two instances deleting each
+//!    other's node for ever): breadth first finds a shallow violation before any deep branch,
+//!    and a small space is explored whole here.
 //! 2. **Depth first over every state**, when the probe found nothing and did not finish. The
 //!    two searches visit the same states, but breadth first holds its whole frontier (each a
 //!    full state) and a parent per state, while depth first holds one path's siblings and a
@@ -15,8 +15,8 @@
 //! 3. **The shortest counterexample**, when either search found a violation: breadth first
 //!    until that property fails (after a depth-first search, whose path can be far longer;
 //!    within [`SHORTEN_STATES`], or the depth-first path is kept and marked as not the
-//!    shortest), then iterative deepening below that length, because the path stateright's
-//!    breadth-first search keeps is not always the shortest one.
+//!    shortest), then breadth first again for a shorter path until there is none, because the
+//!    path stateright's breadth-first search keeps is not always the shortest one.
 
 use std::collections::BTreeSet;
 
@@ -24,10 +24,11 @@ use stateright::{Checker, CheckerBuilder, Expectation, HasDiscoveries, Model};
 
 use super::{Action, RecipeModel, Workload};
 
-/// How many states the breadth-first probe generates before the depth-first search takes over
-/// (a fifth of a second: enough to find a shallow counterexample before a depth-first search
-/// could lose itself in a deep branch of a space with no end).
-pub const PROBE_STATES: usize = 50_000;
+/// How many states the breadth-first probe generates before the depth-first search takes over:
+/// a few hundredths of a second, and enough for the shallow counterexamples of spaces with no
+/// end, where a depth-first search could lose itself in a deep branch (`check-then-write`
+/// fails within 9,000). A deeper counterexample is found depth first, then shortened.
+pub const PROBE_STATES: usize = 20_000;
 
 /// How many states a breadth-first search may generate to shorten a depth-first
 /// counterexample (a breadth-first state costs up to a KiB: this bounds it near 2 GiB).
@@ -251,16 +252,23 @@ fn first_failure<W: Workload, C: Checker<RecipeModel<W>> + ?Sized>(
         .map(|p| p.name)
 }
 
-/// The shortest path to a failure of `property`, no longer than `found`, by iterative
-/// deepening.
+/// The shortest path to a failure of `property`, no longer than `found`: a breadth-first search
+/// for a path one step shorter than the best so far, until there is none (usually the first
+/// try: stateright's breadth-first path is the shortest but for a few steps at most).
 fn shortest<W: Workload>(
     model: &RecipeModel<W>,
     property: &'static str,
     found: &[Action],
 ) -> Vec<Action> {
-    (0..found.len())
-        .find_map(|length| breadth_first_until(model, property, length, None))
-        .unwrap_or_else(|| found.to_vec())
+    let mut best = found.to_vec();
+    while let Some(shorter) = best
+        .len()
+        .checked_sub(1)
+        .and_then(|length| breadth_first_until(model, property, length, None))
+    {
+        best = shorter;
+    }
+    best
 }
 
 /// A path of at most `length` actions to a failure of `property`, searching breadth first
