@@ -250,4 +250,20 @@ mod tests {
         assert_eq!(b.len(), 2);
         assert_ne!(a, SharedLog::default());
     }
+
+    #[test]
+    fn a_long_log_drops_without_deep_recursion_and_copies_share_their_past() {
+        let mut log = SharedLog::default();
+        for entry in 0..1_000_000u32 {
+            log.push(entry);
+        }
+        let mut branch = log.clone();
+        branch.push(7);
+        log.push(8);
+        assert_ne!(log, branch, "the newest entries differ");
+        assert_eq!(log.newest_first().nth(1), branch.newest_first().nth(1));
+        drop(log);
+        assert_eq!(branch.len(), 1_000_001, "the branch keeps the shared past");
+        assert_eq!(branch.newest_first().last(), Some(&0));
+    }
 }

@@ -612,3 +612,39 @@ fn reconnection_re_registers_watches_and_fires_changed_ones() {
         "/same (data) and /unborn (exist) stay registered"
     );
 }
+
+#[test]
+fn a_copy_of_the_server_is_untouched_by_the_originals_writes() {
+    // The model checker copies the server for every step and the copies share their parts
+    // until one changes them: a change must reach only the copy it was made in.
+    let mut model = ZkModel::new();
+    let (a, b) = (model.open_session(), model.open_session());
+    create(&mut model, a, "/q", CreateMode::Persistent).expect("created");
+    model.apply(
+        a,
+        &Request::GetChildren {
+            path: "/q".into(),
+            watch: true,
+        },
+    );
+    let before = model.clone();
+    let created = create(&mut model, b, "/q/n-", CreateMode::EphemeralSequential).expect("made");
+    assert_eq!(created, "/q/n-0000000000");
+    assert!(
+        before.tree().get(&created).is_none(),
+        "the copy has no new node"
+    );
+    assert_eq!(before.watches().len(), 1, "the copy keeps the fired watch");
+    assert_eq!(model.watches().len(), 0, "the original's watch fired");
+    assert!(before.sessions()[&b].ephemerals.is_empty());
+    assert_eq!(model.sessions()[&b].ephemerals.len(), 1);
+    // A watch set again on an unchanged table, and a session's close, change only the copy
+    // they were made in too.
+    let mut after = before.clone();
+    after.close_session(a);
+    assert_eq!(after.watches().len(), 0);
+    assert_eq!(before.watches().len(), 1);
+    assert!(before.sessions().contains_key(&a));
+    assert_ne!(after, before);
+    assert_eq!(before.clone(), before, "equal copies are equal");
+}
