@@ -5,8 +5,8 @@
 #![cfg(not(madsim))]
 
 use zkh_model::check::{
-    check, find_violation, Acting, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload,
-    MasterWorkload, Order, RecipeModel, Workload,
+    check, check_observed, find_violation, Acting, ElectionWorkload, FaultBudget, LatchWorkload,
+    Limits, LockWorkload, MasterWorkload, Order, Progress, RecipeModel, Workload,
 };
 use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
@@ -70,6 +70,31 @@ fn the_correct_lock_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         &lock(LockVariant::Correct, "drop-reply=1,expire=1"),
         1_378_585,
     );
+}
+
+#[test]
+fn a_long_check_reports_its_progress_as_it_goes() {
+    // The lock's standard check takes seconds, many progress intervals: the observer hears of
+    // each search, its counts only grow, and the last is what the verdict says.
+    let model = lock(LockVariant::Correct, "drop-reply=1,expire=1");
+    let mut seen: Vec<Progress> = Vec::new();
+    let verdict = check_observed(&model, Limits::default(), Some(&mut |p| seen.push(*p)));
+    assert_eq!(verdict.unique_states, 1_378_585);
+    let depth_first: Vec<&Progress> = seen
+        .iter()
+        .filter(|p| p.order == Order::DepthFirst)
+        .collect();
+    assert!(
+        depth_first.len() > 1,
+        "several reports of a search of seconds: {seen:?}"
+    );
+    for pair in depth_first.windows(2) {
+        assert!(pair[0].unique_states <= pair[1].unique_states, "{pair:?}");
+        assert!(pair[0].states <= pair[1].states, "{pair:?}");
+    }
+    let last = depth_first.last().expect("reports");
+    assert!(last.unique_states <= verdict.unique_states);
+    assert!(last.max_depth <= verdict.max_depth);
 }
 
 #[test]

@@ -16,14 +16,17 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
-    check_within, Acting, FaultBudget, GaveUp, Limits, Order, RecipeModel, Workload, SHORTEN_STATES,
+    check_observed, Acting, FaultBudget, GaveUp, Limits, Order, Progress, RecipeModel, Workload,
+    SHORTEN_STATES,
 };
 use zkh_scenarios::{any_model, export, Recipe, Scenario};
 
@@ -144,7 +147,29 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         max_states: Some(args.max_states),
         max_depth: args.max_depth,
     };
-    let verdict = check_within(&model, limits);
+    let verdict = if std::io::stderr().is_terminal() {
+        // A spinner for long checks, on a terminal only: logs and pipes get the result alone.
+        let spinner = ProgressBar::new_spinner();
+        spinner.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("a valid template"),
+        );
+        let mut show = |progress: &Progress| {
+            let search = match progress.order {
+                Order::BreadthFirst => "breadth first (probe)",
+                Order::DepthFirst => "depth first",
+            };
+            spinner.set_message(format!(
+                "{search}: {} states, {} unique, depth {}",
+                progress.states, progress.unique_states, progress.max_depth
+            ));
+            spinner.tick();
+        };
+        let verdict = check_observed(&model, limits, Some(&mut show));
+        spinner.finish_and_clear();
+        verdict
+    } else {
+        check_observed(&model, limits, None)
+    };
     let seconds = started.elapsed().as_secs_f64();
     let per_second = verdict.unique_states as f64 / seconds.max(1e-9);
     let final_state = verdict.violation.as_ref().map(|violation| {

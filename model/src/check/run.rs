@@ -103,6 +103,26 @@ pub struct Verdict {
     pub unreached: Vec<&'static str>,
 }
 
+/// How far a search has come, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// The search running.
+    pub order: Order,
+    /// States generated so far.
+    pub states: usize,
+    /// Distinct states so far.
+    pub unique_states: usize,
+    /// The deepest path so far, in steps.
+    pub max_depth: usize,
+}
+
+/// Something that watches a check's progress: called about every [`PROGRESS_INTERVAL_MS`]
+/// while the probe and the depth-first search run (not at all when the check is that quick).
+pub type Observer<'a> = &'a mut dyn FnMut(&Progress);
+
+/// How often an [`Observer`] hears of a search.
+pub const PROGRESS_INTERVAL_MS: u64 = 250;
+
 /// Checks every state of `model` within the default [`Limits`], stopping at the first
 /// violation, which is then shortened (see the module docs).
 pub fn check<W: Workload>(model: &RecipeModel<W>) -> Verdict {
@@ -111,6 +131,15 @@ pub fn check<W: Workload>(model: &RecipeModel<W>) -> Verdict {
 
 /// [`check`] within `limits` (the verdict says where it gave up, unless it found a violation).
 pub fn check_within<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> Verdict {
+    check_observed(model, limits, None)
+}
+
+/// [`check_within`], telling `observer` how far the searches have come.
+pub fn check_observed<W: Workload>(
+    model: &RecipeModel<W>,
+    limits: Limits,
+    mut observer: Option<Observer<'_>>,
+) -> Verdict {
     let probe_limit = limits
         .max_states
         .map_or(PROBE_STATES, |max| max.min(PROBE_STATES));
@@ -121,13 +150,14 @@ pub fn check_within<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> Verd
             max_states: Some(probe_limit),
             ..limits
         },
+        observer.as_deref_mut(),
     );
     let probe_decides =
         probe.violation.is_some() || probe.complete || limits.max_states == Some(probe_limit);
     let mut verdict = if probe_decides {
         probe
     } else {
-        search(model, Order::DepthFirst, limits)
+        search(model, Order::DepthFirst, limits, observer)
     };
     if let Some(violation) = &mut verdict.violation {
         if !probe_decides {
@@ -180,7 +210,12 @@ fn builder<W: Workload>(model: &RecipeModel<W>) -> CheckerBuilder<RecipeModel<W>
 }
 
 /// One search in `order`, until the first violation, the end, or a limit.
-fn search<W: Workload>(model: &RecipeModel<W>, order: Order, limits: Limits) -> Verdict {
+fn search<W: Workload>(
+    model: &RecipeModel<W>,
+    order: Order,
+    limits: Limits,
+    observer: Option<&mut (dyn FnMut(&Progress) + '_)>,
+) -> Verdict {
     // stateright counts the initial state as depth 1 and skips states at the target depth.
     let mut builder = builder(model)
         .finish_when(HasDiscoveries::AnyFailures)
@@ -189,8 +224,8 @@ fn search<W: Workload>(model: &RecipeModel<W>, order: Order, limits: Limits) -> 
         builder = builder.target_state_count(max_states);
     }
     let checker: Box<dyn Checker<RecipeModel<W>>> = match order {
-        Order::BreadthFirst => Box::new(builder.spawn_bfs().join()),
-        Order::DepthFirst => Box::new(builder.spawn_dfs().join()),
+        Order::BreadthFirst => Box::new(finish(builder.spawn_bfs(), order, observer)),
+        Order::DepthFirst => Box::new(finish(builder.spawn_dfs(), order, observer)),
     };
     let violation = first_failure(model, checker.as_ref()).map(|property| Violation {
         property,
@@ -236,6 +271,27 @@ fn search<W: Workload>(model: &RecipeModel<W>, order: Order, limits: Limits) -> 
         gave_up,
         unreached,
     }
+}
+
+/// Waits for `checker` to finish, telling `observer` how far it has come.
+fn finish<M: Model, C: Checker<M>>(
+    checker: C,
+    order: Order,
+    observer: Option<&mut (dyn FnMut(&Progress) + '_)>,
+) -> C {
+    if let Some(observer) = observer {
+        let interval = std::time::Duration::from_millis(PROGRESS_INTERVAL_MS);
+        while !checker.is_done() {
+            std::thread::sleep(interval);
+            observer(&Progress {
+                order,
+                states: checker.state_count(),
+                unique_states: checker.unique_state_count(),
+                max_depth: checker.max_depth().saturating_sub(1),
+            });
+        }
+    }
+    checker.join()
 }
 
 /// The first `always` or `eventually` property (in the model's order) that `checker` found
