@@ -283,7 +283,8 @@ fn export_from<W: Workload>(
     for action in path {
         model_path.push(model.describe(&state, action));
         let op = match action {
-            Action::Serve(c) | Action::DropRequest(c) | Action::DropReply(c) => state.queues[*c]
+            Action::Serve(c) | Action::DropRequest(c) | Action::DropReply(c) => state
+                .queues(*c)
                 .outbox
                 .front()
                 .and_then(|(_, _, request)| op_kind(request))

@@ -263,15 +263,28 @@ pub struct Queues {
     pub inbox: VecDeque<Inbound>,
 }
 
+/// One client's place in a state: the client, its connection, and its own log, each shared
+/// apart (a step changes one of them, or none).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Seat<W: Workload> {
+    /// The client: its machine, application, session and timers.
+    pub client: Shared<Client<W>>,
+    /// Its connection.
+    pub queues: Shared<Queues>,
+    /// What happened to it that only its own order matters for: its requests under the
+    /// recipe's directory, the watch events it got there, its session's end. Kept apart from
+    /// the shared history so that interleavings which differ only in these do not make
+    /// distinct states.
+    pub log: SharedLog<HistoryEntry>,
+}
+
 /// A state of the model.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct State<W: Workload> {
     /// The server's data.
     pub zk: Shared<ZkModel>,
-    /// The clients.
-    pub clients: Vec<Shared<Client<W>>>,
-    /// Each client's connection.
-    pub queues: Vec<Shared<Queues>>,
+    /// The clients, in one vector (one allocation per copied state).
+    pub seats: Vec<Seat<W>>,
     /// Sessions a client gave up (client-side expiry) that the server still keeps.
     pub abandoned: BTreeSet<SessionId>,
     /// Faults still allowed.
@@ -279,10 +292,6 @@ pub struct State<W: Workload> {
     /// What happened where the order between clients matters: roles, side effects, faults,
     /// losses of connection or session.
     pub shared: SharedLog<HistoryEntry>,
-    /// What happened to each client that only its own order matters for: its requests under
-    /// the recipe's directory, the watch events it got there, its session's end. Kept apart so
-    /// that interleavings which differ only in these do not make distinct states.
-    pub logs: Vec<SharedLog<HistoryEntry>>,
     /// The shared history's length at the last fault (0 if none).
     pub last_fault_at: u64,
     /// The resource's fence (used when acting is [`Acting::Fenced`]).
@@ -298,8 +307,8 @@ impl<W: Workload> State<W> {
     pub fn recorded(&self) -> Recorded<'_> {
         let mut entries = Vec::with_capacity(self.history_len());
         self.shared.extend_oldest_first(&mut entries);
-        for log in &self.logs {
-            log.extend_oldest_first(&mut entries);
+        for seat in &self.seats {
+            seat.log.extend_oldest_first(&mut entries);
         }
         Recorded { entries }
     }
@@ -314,14 +323,24 @@ impl<W: Workload> State<W> {
         history
     }
 
+    /// Client `c`.
+    pub fn client(&self, c: usize) -> &Client<W> {
+        &self.seats[c].client
+    }
+
+    /// Client `c`'s connection.
+    pub fn queues(&self, c: usize) -> &Queues {
+        &self.seats[c].queues
+    }
+
     /// Client `c`, to change (states share what they do not change: cloning one is cheap).
     fn client_mut(&mut self, c: usize) -> SharedMut<'_, Client<W>> {
-        self.clients[c].to_mut()
+        self.seats[c].client.to_mut()
     }
 
     /// Client `c`'s connection, to change.
     fn queues_mut(&mut self, c: usize) -> SharedMut<'_, Queues> {
-        self.queues[c].to_mut()
+        self.seats[c].queues.to_mut()
     }
 
     /// The server's data, to change.
@@ -339,7 +358,7 @@ impl<W: Workload> State<W> {
     }
 
     fn history_len(&self) -> usize {
-        self.shared.len() + self.logs.iter().map(|log| log.len()).sum::<usize>()
+        self.shared.len() + self.seats.iter().map(|seat| seat.log.len()).sum::<usize>()
     }
 
     /// Judges the properties on this state's history. `verdicts` still holds the parent's:
@@ -412,14 +431,14 @@ impl<W: Workload> RecipeModel<W> {
     /// `action` taken in `state`, in words (for counterexamples).
     pub fn describe(&self, state: &State<W>, action: &Action) -> String {
         let next_op = |c: usize| {
-            state.queues[c].outbox.front().map_or_else(
+            state.queues(c).outbox.front().map_or_else(
                 || "nothing".to_owned(),
                 |(id, _, request)| format!("#{id} {request:?}"),
             )
         };
         match action {
             Action::Serve(c) => format!("the server applies client {c}'s {}", next_op(*c)),
-            Action::Deliver(c) => match state.queues[*c].inbox.front() {
+            Action::Deliver(c) => match state.queues(*c).inbox.front() {
                 Some(Inbound::Reply(id, result)) => {
                     format!("client {c} gets the reply to #{id}: {result:?}")
                 }
@@ -431,10 +450,7 @@ impl<W: Workload> RecipeModel<W> {
                 None => format!("client {c} has nothing to process"),
             },
             Action::Timer(c, id) => format!("client {c}'s timer {id} fires"),
-            Action::Act(c) => format!(
-                "client {c}'s application acts ({:?})",
-                state.clients[*c].app
-            ),
+            Action::Act(c) => format!("client {c}'s application acts ({:?})", state.client(*c).app),
             Action::DropRequest(c) => format!("FAULT: client {c}'s {} is lost", next_op(*c)),
             Action::DropReply(c) => format!(
                 "FAULT: the server applies client {c}'s {}, and the reply is lost",
@@ -462,7 +478,7 @@ impl<W: Workload> RecipeModel<W> {
     /// differ.
     fn log(state: &mut State<W>, c: usize, event: HistoryEvent) {
         let entry = HistoryEntry { at_us: 0, event };
-        state.logs[c].push(entry);
+        state.seats[c].log.push(entry);
     }
 
     fn under_dir(&self, path: &str) -> bool {
@@ -483,7 +499,7 @@ impl<W: Workload> RecipeModel<W> {
             for command in commands {
                 match command {
                     Command::Op { id, request } => {
-                        let session = state.clients[c].session;
+                        let session = state.client(c).session;
                         state.queues_mut(c).outbox.push_back((id, session, request));
                     }
                     Command::Timer { id, .. } => {
@@ -508,10 +524,9 @@ impl<W: Workload> RecipeModel<W> {
 
     fn deliver_notifications(state: &mut State<W>, notifications: Vec<Notification>) {
         for notification in notifications {
-            let to = state
-                .clients
-                .iter()
-                .position(|c| c.session == notification.session && !c.expired_at_server);
+            let to = state.seats.iter().position(|seat| {
+                seat.client.session == notification.session && !seat.client.expired_at_server
+            });
             if let Some(c) = to {
                 let watch = Inbound::Watch(notification.event);
                 state.queues_mut(c).inbox.push_back(watch);
@@ -521,7 +536,7 @@ impl<W: Workload> RecipeModel<W> {
 
     /// The connection of client `c` broke and was re-established in the same session.
     fn reconnect(state: &mut State<W>, c: usize) {
-        let session_id = state.clients[c].session;
+        let session_id = state.client(c).session;
         let inbox = &mut state.queues_mut(c).inbox;
         inbox.push_back(Inbound::Session(SessionEvent::Disconnected));
         inbox.push_back(Inbound::Session(SessionEvent::Reconnected { session_id }));
@@ -533,7 +548,7 @@ impl<W: Workload> RecipeModel<W> {
             .outbox
             .pop_front()
             .expect("serve only with an operation waiting");
-        let client = &state.clients[c];
+        let client = &state.client(c);
         if client.expired_at_server || session != client.session {
             let reply = Inbound::Reply(id, Err(ZkError::SessionExpired));
             state.queues_mut(c).inbox.push_back(reply);
@@ -579,12 +594,10 @@ impl<W: Workload> Model for RecipeModel<W> {
     fn init_states(&self) -> Vec<State<W>> {
         let mut state = State {
             zk: Shared::new(ZkModel::new()),
-            clients: Vec::new(),
-            queues: Vec::new(),
+            seats: Vec::new(),
             abandoned: BTreeSet::new(),
             budget: self.budget,
             shared: SharedLog::default(),
-            logs: vec![SharedLog::default(); self.clients],
             last_fault_at: 0,
             resource: FencedResource::new(),
             verdicts: 0,
@@ -609,19 +622,22 @@ impl<W: Workload> Model for RecipeModel<W> {
         for index in 0..self.clients {
             let (machine, app, requests) = self.workload.client(index);
             let session = state.zk_mut().open_session();
-            state.clients.push(Shared::new(Client {
-                machine,
-                app,
-                session,
-                timers: BTreeSet::new(),
-                expired_at_server: false,
-            }));
-            state.queues.push(Shared::new(Queues {
-                outbox: VecDeque::new(),
-                inbox: VecDeque::from([Inbound::Session(SessionEvent::Connected {
-                    session_id: session,
-                })]),
-            }));
+            state.seats.push(Seat {
+                client: Shared::new(Client {
+                    machine,
+                    app,
+                    session,
+                    timers: BTreeSet::new(),
+                    expired_at_server: false,
+                }),
+                queues: Shared::new(Queues {
+                    outbox: VecDeque::new(),
+                    inbox: VecDeque::from([Inbound::Session(SessionEvent::Connected {
+                        session_id: session,
+                    })]),
+                }),
+                log: SharedLog::default(),
+            });
             starts.push(requests);
         }
         for (index, requests) in starts.into_iter().enumerate() {
@@ -649,11 +665,11 @@ impl<W: Workload> Model for RecipeModel<W> {
         // client could act on the resource before processing its news (acting other than
         // caught-up): that stale act must be able to come after other clients' acts.
         let first_with_news = state
-            .queues
+            .seats
             .iter()
-            .position(|queues| !queues.inbox.is_empty());
+            .position(|seat| !seat.queues.inbox.is_empty());
         if let Some(c) = first_with_news {
-            let client = &state.clients[c];
+            let client = state.client(c);
             let may_act_stale =
                 self.acting != Acting::CaughtUp && self.workload.can_act(&client.app);
             if !may_act_stale {
@@ -662,7 +678,7 @@ impl<W: Workload> Model for RecipeModel<W> {
                 return;
             }
         }
-        for (c, (client, queues)) in state.clients.iter().zip(&state.queues).enumerate() {
+        for (c, Seat { client, queues, .. }) in state.seats.iter().enumerate() {
             if !queues.outbox.is_empty() {
                 actions.push(Action::Serve(c));
             }
@@ -679,7 +695,7 @@ impl<W: Workload> Model for RecipeModel<W> {
             }
         }
         let budget = state.budget;
-        for (c, (client, queues)) in state.clients.iter().zip(&state.queues).enumerate() {
+        for (c, Seat { client, queues, .. }) in state.seats.iter().enumerate() {
             let connected = !client.expired_at_server;
             let next_is_write = queues
                 .outbox
@@ -843,7 +859,7 @@ impl<W: Workload> RecipeModel<W> {
             }
             Action::DropReply(c) => {
                 next.budget.drop_reply -= 1;
-                let id = next.queues[c].outbox.front()?.0;
+                let id = next.queues(c).outbox.front()?.0;
                 Self::fault(&mut next, format!("client {c}: reply to {id} dropped"));
                 self.serve(&mut next, c, true);
             }
@@ -853,7 +869,7 @@ impl<W: Workload> RecipeModel<W> {
                     &mut next,
                     format!("client {c}: session expired by the server"),
                 );
-                let session = next.clients[c].session;
+                let session = next.client(c).session;
                 next.client_mut(c).expired_at_server = true;
                 let notifications = next.zk_mut().close_session(session).unwrap_or_default();
                 Self::deliver_notifications(&mut next, notifications);
@@ -865,7 +881,7 @@ impl<W: Workload> RecipeModel<W> {
                 Self::fault(&mut next, format!("client {c}: told its session expired"));
                 // The server keeps the session (and its ephemerals) until ServerExpireOld; the
                 // client's handle is dead: what it had not sent fails, nothing more arrives.
-                let session = next.clients[c].session;
+                let session = next.client(c).session;
                 next.abandoned.insert(session);
                 next.client_mut(c).expired_at_server = true;
                 let mut queues = next.queues_mut(c);
@@ -889,8 +905,8 @@ impl<W: Workload> RecipeModel<W> {
             Action::LeaderChange => {
                 next.budget.leader_change -= 1;
                 Self::fault(&mut next, "leader change: every connection broke".into());
-                for c in 0..next.clients.len() {
-                    if next.clients[c].expired_at_server {
+                for c in 0..next.seats.len() {
+                    if next.client(c).expired_at_server {
                         continue;
                     }
                     let mut queues = next.queues_mut(c);
