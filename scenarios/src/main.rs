@@ -106,7 +106,22 @@ struct ExploreArgs {
 const BAD_INPUT: u8 = 64;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // `--help` and `--version` are not errors; anything else clap refuses is bad input
+            // (exit 64), not a check that gave up (exit 2, clap's own code).
+            let shown = error.print();
+            return match error.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                    if shown.is_ok() =>
+                {
+                    ExitCode::SUCCESS
+                }
+                _ => ExitCode::from(BAD_INPUT),
+            };
+        }
+    };
     let outcome = match cli.command {
         Command::Check(args) => parse(&args.model)
             .map(|recipe| any_model!(recipe, model => run_check(model, &recipe, &args))),
@@ -142,6 +157,10 @@ fn parse(args: &ModelArgs) -> Result<Recipe, String> {
 }
 
 fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckArgs) -> ExitCode {
+    if args.max_states == 0 {
+        eprintln!("zkharness: --max-states 0: a check needs at least one state");
+        return ExitCode::from(BAD_INPUT);
+    }
     let started = Instant::now();
     let limits = Limits {
         max_states: Some(args.max_states),

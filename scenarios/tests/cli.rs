@@ -69,6 +69,16 @@ fn bad_input_names_the_problem_and_exits_64() {
             vec!["check", "job"],
             "does not model the job recipe (sharding and failover) yet",
         ),
+        (
+            vec!["check", "lock", "--max-states", "0"],
+            "--max-states 0: a check needs at least one state",
+        ),
+        // What clap itself refuses is bad input too, not a check that gave up (exit 2).
+        (
+            vec!["check", "lock", "--clients", "abc"],
+            "invalid value 'abc' for '--clients",
+        ),
+        (vec!["check"], "the following required arguments"),
     ] {
         let (code, _, stderr) = zkharness(&args);
         assert_eq!(code, 64, "{args:?}");
