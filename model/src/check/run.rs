@@ -1,17 +1,17 @@
 //! Running a check, single-threaded (on two cores more threads were slower), in three steps:
 //!
 //! 1. **A breadth-first probe** of the first [`PROBE_STATES`] states. Known-bad variants fail
-//!    within a few dozen steps, and the spaces of some have no end (two instances deleting each
-//!    other's node for ever): breadth first finds a shallow violation before any deep branch,
-//!    and a small space is explored whole here.
+//!    within a few dozen steps, and the spaces of some have no end (`check-then-write` under a
+//!    lost reply and an expiry has paths of every length): breadth first finds a shallow
+//!    violation before any deep branch, and a small space is explored whole here.
 //! 2. **Depth first over every state**, when the probe found nothing and did not finish. The
 //!    two searches visit the same states, but breadth first holds its whole frontier (each a
 //!    full state) and a parent per state, while depth first holds one path's siblings and a
-//!    fingerprint per state: on the lock's standard check that is 35 MiB against 500 MiB, and
+//!    fingerprint per state: on the lock's standard check that is 66 MiB against 500 MiB, and
 //!    2.5 times the speed (see the README's speed table). A space with no end would take a
 //!    depth-first search down one endless branch, holding a longer path at every step, so the
-//!    search stops at [`Limits::max_depth`] and says so: the deepest correct check is far
-//!    shallower (45 steps for the lock's standard check).
+//!    search stops at [`Limits::max_depth`] and says so: the standard checks are 30 to 94 steps
+//!    deep.
 //! 3. **The shortest counterexample**, when either search found a violation: breadth first
 //!    until that property fails (after a depth-first search, whose path can be far longer;
 //!    within [`SHORTEN_STATES`], or the depth-first path is kept and marked as not the
