@@ -252,8 +252,12 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             recipe.faults,
             serde_json::to_value(recipe.acting).expect("a name")
         );
+        let search = match verdict.search {
+            Order::BreadthFirst => "breadth first",
+            Order::DepthFirst => "depth first after a breadth-first probe",
+        };
         println!(
-            "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s",
+            "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s ({search})",
             verdict.states, verdict.unique_states, verdict.max_depth, seconds, per_second
         );
         if !verdict.unreached.is_empty() {
