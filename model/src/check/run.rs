@@ -7,7 +7,7 @@
 //! 2. **Depth first over every state**, when the probe found nothing and did not finish. The
 //!    two searches visit the same states, but breadth first holds its whole frontier (each a
 //!    full state) and a parent per state, while depth first holds one path's siblings and a
-//!    fingerprint per state: on the lock's standard check that is 66 MiB against 500 MiB, and
+//!    fingerprint per state: on the lock's standard check that is 40 MiB against 500 MiB, and
 //!    2.5 times the speed (see the README's speed table). A space with no end would take a
 //!    depth-first search down one endless branch, holding a longer path at every step, so the
 //!    search stops at [`Limits::max_depth`] and says so: the standard checks are 30 to 94 steps
