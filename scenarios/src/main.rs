@@ -294,7 +294,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             _ => match verdict.gave_up {
                 Some(GaveUp::States(max)) => println!(
                     "INCOMPLETE: no violation in the first {} states; the check gave up at \
-                     --max-states {max}\n(a larger --max-states costs time and about 30 bytes \
+                     --max-states {max}\n(a larger --max-states costs time and about 20 bytes \
                      a state; fewer --clients or a smaller --faults budget shrink the space)",
                     verdict.states
                 ),
