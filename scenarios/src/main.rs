@@ -173,13 +173,12 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("a valid template"),
         );
         let mut show = |progress: &Progress| {
-            let search = match progress.order {
-                Order::BreadthFirst => "breadth first (probe)",
-                Order::DepthFirst => "depth first",
-            };
             spinner.set_message(format!(
-                "{search}: {} states, {} unique, depth {}",
-                progress.states, progress.unique_states, progress.max_depth
+                "{}: {} states, {} unique, depth {}",
+                progress.order.name(),
+                progress.states,
+                progress.unique_states,
+                progress.max_depth
             ));
             spinner.tick();
         };
@@ -229,10 +228,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             "states": verdict.states,
             "unique_states": verdict.unique_states,
             "max_depth": verdict.max_depth,
-            "search": match verdict.search {
-                Order::BreadthFirst => "breadth-first",
-                Order::DepthFirst => "depth-first",
-            },
+            "search": verdict.search.name(),
             "seconds": seconds,
             "states_per_sec": per_second.round(),
             "sometimes_unreached": verdict.unreached,

@@ -548,7 +548,7 @@ impl<W: Workload> RecipeModel<W> {
             .outbox
             .pop_front()
             .expect("serve only with an operation waiting");
-        let client = &state.client(c);
+        let client = state.client(c);
         if client.expired_at_server || session != client.session {
             let reply = Inbound::Reply(id, Err(ZkError::SessionExpired));
             state.queues_mut(c).inbox.push_back(reply);

@@ -183,17 +183,13 @@ pub fn check_observed<W: Workload>(
 /// The shortest counterexample of `model`, searching breadth first only until a first property
 /// fails (for a known-bad variant, whose full state space need not be explored).
 pub fn find_violation<W: Workload>(model: &RecipeModel<W>) -> Option<Violation> {
-    let checker = builder(model)
-        .finish_when(HasDiscoveries::AnyFailures)
-        .spawn_bfs()
-        .join();
-    let property = first_failure(model, &checker)?;
-    let found = checker.discovery(property)?.into_actions();
-    Some(Violation {
-        property,
-        path: shortest(model, property, &found),
-        shortest: true,
-    })
+    let unlimited = Limits {
+        max_states: None,
+        max_depth: usize::MAX,
+    };
+    let mut violation = search(model, Order::BreadthFirst, unlimited, None).violation?;
+    violation.path = shortest(model, violation.property, &violation.path);
+    Some(violation)
 }
 
 /// The order of a search.
@@ -203,6 +199,16 @@ pub enum Order {
     BreadthFirst,
     /// Down one path at a time (the whole space, after the probe).
     DepthFirst,
+}
+
+impl Order {
+    /// Its name in reports: `breadth-first` or `depth-first`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::BreadthFirst => "breadth-first",
+            Order::DepthFirst => "depth-first",
+        }
+    }
 }
 
 fn builder<W: Workload>(model: &RecipeModel<W>) -> CheckerBuilder<RecipeModel<W>> {
@@ -219,7 +225,7 @@ fn search<W: Workload>(
     // stateright counts the initial state as depth 1 and skips states at the target depth.
     let mut builder = builder(model)
         .finish_when(HasDiscoveries::AnyFailures)
-        .target_max_depth(limits.max_depth + 2);
+        .target_max_depth(limits.max_depth.saturating_add(2));
     if let Some(max_states) = limits.max_states {
         builder = builder.target_state_count(max_states);
     }
@@ -296,9 +302,9 @@ fn finish<M: Model, C: Checker<M>>(
 
 /// The first `always` or `eventually` property (in the model's order) that `checker` found
 /// failing.
-fn first_failure<W: Workload, C: Checker<RecipeModel<W>> + ?Sized>(
+fn first_failure<W: Workload>(
     model: &RecipeModel<W>,
-    checker: &C,
+    checker: &dyn Checker<RecipeModel<W>>,
 ) -> Option<&'static str> {
     let discoveries = checker.discoveries();
     model
