@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use zkh_recipes::{SessionEvent, SessionId, WatchedEvent, ZkError};
 
 use crate::request::{Reply, Request};
+use std::hash::{Hash, Hasher};
+use zkh_recipes::symmetry::{Renaming, Symmetric};
 
 /// How an operation ended, as its client saw it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -205,6 +207,103 @@ impl History {
             }
         }
         hash
+    }
+}
+
+impl Symmetric for OpOutcome {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            OpOutcome::Reply { reply, zxid } => {
+                reply.hash_renamed(renaming, state);
+                zxid.hash(state);
+            }
+            OpOutcome::Unknown => {}
+            OpOutcome::Failed(error) => error.hash(state),
+        }
+    }
+}
+
+/// An event's identities: its client, the sessions and paths in it, and identity tokens in
+/// its text (a fault's description names its client as a token).
+impl Symmetric for HistoryEvent {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        let client = |client: &u32, state: &mut H| renaming.client(*client).hash(state);
+        match self {
+            HistoryEvent::Invoke {
+                client: c,
+                session,
+                xid,
+                request,
+            } => {
+                client(c, state);
+                session.hash_renamed(renaming, state);
+                xid.hash(state);
+                request.hash_renamed(renaming, state);
+            }
+            HistoryEvent::Complete {
+                client: c,
+                xid,
+                outcome,
+            } => {
+                client(c, state);
+                xid.hash(state);
+                outcome.hash_renamed(renaming, state);
+            }
+            HistoryEvent::Watch { client: c, event } => {
+                client(c, state);
+                event.hash_renamed(renaming, state);
+            }
+            HistoryEvent::Session { client: c, event } => {
+                client(c, state);
+                event.hash_renamed(renaming, state);
+            }
+            HistoryEvent::Fault { description } => description.hash_renamed(renaming, state),
+            HistoryEvent::Server { server, role } => {
+                server.hash(state);
+                role.hash_renamed(renaming, state);
+            }
+            HistoryEvent::Role {
+                client: c,
+                role,
+                token,
+            } => {
+                client(c, state);
+                role.hash_renamed(renaming, state);
+                token.hash(state);
+            }
+            HistoryEvent::SideEffect {
+                client: c,
+                resource,
+                token,
+                accepted,
+                detail,
+            } => {
+                client(c, state);
+                (resource, detail).hash_renamed(renaming, state);
+                (token, accepted).hash(state);
+            }
+            HistoryEvent::Execution {
+                client: c,
+                job,
+                item,
+                cycle,
+                token,
+                failover,
+            } => {
+                client(c, state);
+                job.hash_renamed(renaming, state);
+                (item, cycle, token, failover).hash(state);
+            }
+        }
+    }
+}
+
+impl Symmetric for HistoryEntry {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        self.at_us.hash(state);
+        self.event.hash_renamed(renaming, state);
     }
 }
 

@@ -4,7 +4,9 @@
 //! vocabulary the recipes issue and the wire protocol carries.
 
 use serde::{Deserialize, Serialize};
+use std::hash::{Hash, Hasher};
 pub use zkh_recipes::request::{Request, Response};
+use zkh_recipes::symmetry::{Renaming, Symmetric};
 use zkh_recipes::{Created, MultiError, OpResult, SessionId, Stat, WatchedEvent, ZkError};
 
 /// The reply to a request.
@@ -129,6 +131,17 @@ impl Reply {
             Reply::Ok(other) => wrong_kind(other),
             Reply::Error(error) => Err(MultiError::Request(error)),
             Reply::MultiFailed { index, error } => Err(MultiError::Operation { index, error }),
+        }
+    }
+}
+
+impl Symmetric for Reply {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Reply::Ok(response) => response.hash_renamed(renaming, state),
+            Reply::Error(error) => error.hash(state),
+            Reply::MultiFailed { index, error } => (index, error).hash(state),
         }
     }
 }

@@ -12,17 +12,41 @@
 //!
 //! The hashes are foldhash's with a fixed seed: the same in every run, and several times faster
 //! than SipHash on the strings the recipes' states are full of.
+//!
+//! Both also cache their *renamed* hashes (see [`zkh_recipes::symmetry`]): the hash under each
+//! renaming of clients, computed the first time a symmetry-reducing search asks, and shared by
+//! every state that shares the value. A state's renamed hash is then again a hash of a few
+//! numbers per renaming.
 
 use std::fmt::Debug;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::{Deref, DerefMut};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use zkh_recipes::symmetry::{renamed_hash, Renaming, Renamings, Symmetric};
 
 /// A shared, hash-cached value.
 #[derive(Clone, Debug)]
 pub struct Shared<T> {
-    value: Arc<T>,
+    value: Arc<Cached<T>>,
     hash: u64,
+}
+
+/// A shared value and its renamed hashes, once asked for.
+#[derive(Debug)]
+struct Cached<T> {
+    value: T,
+    renamed: OnceLock<Box<[u64]>>,
+}
+
+impl<T: Clone> Clone for Cached<T> {
+    /// A copy is made to be changed: its renamed hashes are not copied.
+    fn clone(&self) -> Self {
+        Cached {
+            value: self.value.clone(),
+            renamed: OnceLock::new(),
+        }
+    }
 }
 
 fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
@@ -34,7 +58,10 @@ impl<T: Hash + Clone> Shared<T> {
     pub fn new(value: T) -> Shared<T> {
         let hash = hash_of(&value);
         Shared {
-            value: Arc::new(value),
+            value: Arc::new(Cached {
+                value,
+                renamed: OnceLock::new(),
+            }),
             hash,
         }
     }
@@ -49,14 +76,14 @@ impl<T> Deref for Shared<T> {
     type Target = T;
 
     fn deref(&self) -> &T {
-        &self.value
+        &self.value.value
     }
 }
 
 impl<T: PartialEq> PartialEq for Shared<T> {
     fn eq(&self, other: &Self) -> bool {
         self.hash == other.hash
-            && (Arc::ptr_eq(&self.value, &other.value) || self.value == other.value)
+            && (Arc::ptr_eq(&self.value, &other.value) || self.value.value == other.value.value)
     }
 }
 
@@ -65,6 +92,18 @@ impl<T: Eq> Eq for Shared<T> {}
 impl<T> Hash for Shared<T> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         state.write_u64(self.hash);
+    }
+}
+
+impl<T: Symmetric> Symmetric for Shared<T> {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let all = renaming.all();
+        let hashes = self.value.renamed.get_or_init(|| {
+            all.iter()
+                .map(|renaming| renamed_hash(&self.value.value, &renaming))
+                .collect()
+        });
+        state.write_u64(hashes[renaming.index()]);
     }
 }
 
@@ -77,19 +116,24 @@ impl<T: Hash + Clone> Deref for SharedMut<'_, T> {
     type Target = T;
 
     fn deref(&self) -> &T {
-        &self.shared.value
+        &self.shared.value.value
     }
 }
 
 impl<T: Hash + Clone> DerefMut for SharedMut<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        Arc::make_mut(&mut self.shared.value)
+        let cached = Arc::make_mut(&mut self.shared.value);
+        // Changed: what was renamed no longer holds (a copy starts without any).
+        if cached.renamed.get().is_some() {
+            cached.renamed = OnceLock::new();
+        }
+        &mut cached.value
     }
 }
 
 impl<T: Hash + Clone> Drop for SharedMut<'_, T> {
     fn drop(&mut self) {
-        self.shared.hash = hash_of(&*self.shared.value);
+        self.shared.hash = hash_of(&self.shared.value.value);
     }
 }
 
@@ -105,6 +149,8 @@ pub struct SharedLog<T> {
 struct Link<T> {
     entry: T,
     older: Option<Arc<Link<T>>>,
+    /// The renamed hashes of the log up to this entry, chained like the hash.
+    renamed: OnceLock<Box<[u64]>>,
 }
 
 impl<T> Clone for SharedLog<T> {
@@ -132,7 +178,11 @@ impl<T: Hash> SharedLog<T> {
     pub fn push(&mut self, entry: T) {
         self.hash = hash_of(&(self.hash, hash_of(&entry)));
         let older = self.newest.take();
-        self.newest = Some(Arc::new(Link { entry, older }));
+        self.newest = Some(Arc::new(Link {
+            entry,
+            older,
+            renamed: OnceLock::new(),
+        }));
         self.len += 1;
     }
 }
@@ -210,6 +260,45 @@ impl<T> Hash for SharedLog<T> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         state.write_u64(self.hash);
     }
+}
+
+impl<T: Symmetric> Symmetric for SharedLog<T> {
+    /// The chained renamed hashes, computed for the links that have none yet (oldest first:
+    /// each chains on the one before).
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let all = renaming.all();
+        let mut missing = Vec::new();
+        let mut link = self.newest.as_deref();
+        while let Some(current) = link {
+            if current.renamed.get().is_some() {
+                break;
+            }
+            missing.push(current);
+            link = current.older.as_deref();
+        }
+        for current in missing.into_iter().rev() {
+            current.renamed.get_or_init(|| chain(current, all));
+        }
+        let hash = self.newest.as_ref().map_or(0, |link| {
+            link.renamed.get().expect("just computed")[renaming.index()]
+        });
+        state.write_usize(self.len);
+        state.write_u64(hash);
+    }
+}
+
+/// `link`'s renamed hashes, chained on its older link's (which must have theirs).
+fn chain<T: Symmetric>(link: &Link<T>, all: &Renamings) -> Box<[u64]> {
+    let older = link
+        .older
+        .as_deref()
+        .map(|older| older.renamed.get().expect("older links are renamed first"));
+    all.iter()
+        .map(|renaming| {
+            let before = older.map_or(0, |hashes| hashes[renaming.index()]);
+            hash_of(&(before, renamed_hash(&link.entry, &renaming)))
+        })
+        .collect()
 }
 
 #[cfg(test)]

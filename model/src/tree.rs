@@ -22,7 +22,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use std::hash::{Hash, Hasher};
 use zkh_recipes::path::{name_of, parent_of};
+use zkh_recipes::symmetry::{hash_unordered, Renaming, Symmetric};
 use zkh_recipes::{SessionId, Stat};
 
 /// One node.
@@ -206,5 +208,35 @@ impl DataTree {
             .filter(|(_, node)| node.container && node.cversion > 0 && node.children.is_empty())
             .map(|(path, _)| path.to_string())
             .collect()
+    }
+}
+
+/// A node's identities: its data (an instance id, say), its owner, its children's names.
+impl Symmetric for Node {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let Node {
+            data,
+            czxid,
+            mzxid,
+            pzxid,
+            version,
+            cversion,
+            ephemeral_owner,
+            container,
+            creations,
+            children,
+        } = self;
+        data.as_slice().hash_renamed(renaming, state);
+        (czxid, mzxid, pzxid, version, cversion, container, creations).hash(state);
+        ephemeral_owner.hash_renamed(renaming, state);
+        children.hash_renamed(renaming, state);
+    }
+}
+
+/// The nodes as a set: a renaming reorders paths.
+impl Symmetric for DataTree {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let nodes = self.nodes.iter().map(|(path, node)| (path, &**node));
+        hash_unordered(nodes, renaming, state);
     }
 }

@@ -18,6 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use zkh_recipes::{EventType, SessionId, WatchedEvent};
 
 use crate::request::Notification;
+use std::hash::Hasher;
+use zkh_recipes::symmetry::{Renaming, Symmetric};
 
 /// The data and child watch tables.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -160,5 +162,13 @@ impl Watches {
     /// True when no watch is set.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Both tables as sets: a renaming reorders paths and sessions.
+impl Symmetric for Watches {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        self.data.hash_renamed(renaming, state);
+        self.child.hash_renamed(renaming, state);
     }
 }

@@ -42,6 +42,8 @@ use crate::request::{Applied, Notification, Reply, Request, Response};
 use crate::shared::Shared;
 use crate::tree::{DataTree, Node, SYSTEM_PATHS};
 use crate::watches::Watches;
+use std::hash::{Hash, Hasher};
+use zkh_recipes::symmetry::{Renaming, Symmetric};
 
 /// The first session id handed out: a standalone server with id 1 starts near `1 << 56`.
 const FIRST_SESSION_ID: i64 = 1 << 56;
@@ -541,5 +543,29 @@ fn single_write_response(result: OpResult) -> Response {
         OpResult::Delete => Response::Deleted,
         OpResult::SetData { stat } => Response::SetData(stat),
         OpResult::Check => unreachable!("a single write is never a check"),
+    }
+}
+
+impl Symmetric for Session {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        self.ephemerals.hash_renamed(renaming, state);
+    }
+}
+
+/// The server's identities: in its tree, its watch tables, its sessions. Each part's renamed
+/// hashes are cached with it.
+impl Symmetric for ZkModel {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let ZkModel {
+            tree,
+            watches,
+            sessions,
+            last_zxid,
+            next_session_id,
+        } = self;
+        tree.hash_renamed(renaming, state);
+        watches.hash_renamed(renaming, state);
+        sessions.hash_renamed(renaming, state);
+        (last_zxid, next_session_id).hash(state);
     }
 }

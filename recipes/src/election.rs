@@ -22,6 +22,8 @@
 //! seed document warns about: two instances both see no leader, both write (the second deleting
 //! the first's node), and both believe they lead.
 
+use std::hash::{Hash, Hasher};
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::ZkError;
@@ -29,6 +31,7 @@ use crate::event::{EventType, SessionEvent};
 use crate::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
 use crate::machine::{Command, Ids, Input, Machine, OpId};
 use crate::request::{Request, Response};
+use crate::symmetry::{Renaming, Symmetric};
 use crate::types::CreateMode;
 
 /// Which election: the correct one, or the known-bad variant.
@@ -436,6 +439,34 @@ impl Election {
     /// The next change of leadership, waiting for it.
     pub async fn next_report(&self) -> Option<ElectionReport> {
         self.handle.next_report().await
+    }
+}
+
+crate::symmetric_as_hash!(Step);
+
+/// The election's identities: its instance id and uuid, its session, and its round's latch.
+impl Symmetric for ElectionMachine {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let ElectionMachine {
+            variant,
+            job,
+            instance,
+            uuid,
+            ids,
+            round,
+            latch,
+            step,
+            retry,
+            leader,
+            electing,
+            session,
+            elect_when_closed,
+            latch_closing,
+        } = self;
+        (variant, ids, round, step, retry, leader, electing).hash(state);
+        (elect_when_closed, latch_closing).hash(state);
+        (job, instance, uuid).hash_renamed(renaming, state);
+        (latch, session).hash_renamed(renaming, state);
     }
 }
 

@@ -29,6 +29,8 @@
 //!   session) first in line and leads again, with no watch to tell it when the server deletes
 //!   that node; another participant then leads too.
 
+use std::hash::{Hash, Hasher};
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::ZkError;
@@ -36,6 +38,7 @@ use crate::event::{EventType, SessionEvent};
 use crate::machine::{Command, Ids, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
 use crate::path::{ancestors, join};
 use crate::request::{Request, Response};
+use crate::symmetry::{hash_ordered, Renaming, Symmetric};
 use crate::types::{CreateMode, SessionId};
 
 /// Which latch: the correct one, or a known-bad variant.
@@ -442,6 +445,44 @@ impl Latch {
     pub async fn close(&self) {
         let accept = |report: &LatchReport| matches!(report, LatchReport::Closed).then_some(());
         self.handle.ask(LatchRequest::Close, accept, |_| {}).await;
+    }
+}
+
+impl Symmetric for Step {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Step::CreateParents(paths) => hash_ordered(paths.iter(), renaming, state),
+            Step::WatchPredecessor(path) => path.hash_renamed(renaming, state),
+            Step::Create | Step::FindOwn | Step::List | Step::CheckOwner | Step::Delete => {}
+        }
+    }
+}
+
+/// The latch's identities: its uuid and participant id, the names built from them, its
+/// session, and the predecessor it watches.
+impl Symmetric for LatchMachine {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let LatchMachine {
+            variant,
+            dir,
+            uuid,
+            creates,
+            prefix,
+            participant,
+            ids,
+            started,
+            leader,
+            session,
+            node,
+            step,
+            retry,
+            watching,
+        } = self;
+        (variant, creates, ids, started, leader).hash(state);
+        (dir, uuid, prefix).hash_renamed(renaming, state);
+        (participant, session, node).hash_renamed(renaming, state);
+        (step, retry, watching).hash_renamed(renaming, state);
     }
 }
 

@@ -33,6 +33,7 @@ pub mod ops;
 pub mod path;
 pub mod request;
 pub mod sharding;
+pub mod symmetry;
 pub mod types;
 
 #[cfg(not(madsim))]

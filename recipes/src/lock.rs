@@ -32,6 +32,8 @@
 //!
 //! Not modelled: read/write locks, revocation.
 
+use std::hash::{Hash, Hasher};
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::ZkError;
@@ -39,6 +41,7 @@ use crate::event::SessionEvent;
 use crate::machine::{Command, Ids, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
 use crate::path::{ancestors, join};
 use crate::request::{Request, Response};
+use crate::symmetry::{hash_ordered, Renaming, Symmetric};
 use crate::types::{sequence_suffix, CreateMode};
 
 /// Which lock: the correct one, or a known-bad variant.
@@ -656,5 +659,42 @@ impl Lock {
     /// A report that came without being asked for (e.g. [`LockReport::Lost`]), if any.
     pub fn try_report(&self) -> Option<LockReport> {
         self.handle.try_report()
+    }
+}
+
+impl Symmetric for Step {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        if let Step::CreateParents(paths) = self {
+            hash_ordered(paths.iter(), renaming, state);
+        }
+    }
+}
+
+/// The lock's identities: its uuid, and the names built from it.
+impl Symmetric for LockMachine {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let LockMachine {
+            variant,
+            dir,
+            uuid,
+            attempts,
+            prefix,
+            ids,
+            phase,
+            step,
+            retry,
+            waiting,
+            timeout,
+            holds,
+            node,
+            token,
+        } = self;
+        (
+            variant, attempts, ids, phase, waiting, timeout, holds, token,
+        )
+            .hash(state);
+        (dir, uuid, prefix).hash_renamed(renaming, state);
+        (step, retry, node).hash_renamed(renaming, state);
     }
 }

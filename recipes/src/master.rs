@@ -16,10 +16,13 @@
 //! side effects need a fencing token (the `czxid` of `/master`): a master paused past its
 //! session's expiry wakes up believing it still leads.
 
+use std::hash::{Hash, Hasher};
+
 use crate::error::ZkError;
 use crate::event::{EventType, SessionEvent};
 use crate::machine::{Command, Ids, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
 use crate::request::{Request, Response};
+use crate::symmetry::{Renaming, Symmetric};
 use crate::types::CreateMode;
 
 /// What the application asks of the election.
@@ -204,6 +207,25 @@ impl Machine for MasterMachine {
                 }
             }
         }
+    }
+}
+
+crate::symmetric_as_hash!(Step);
+
+/// The master's identities: its id (the master node's data).
+impl Symmetric for MasterMachine {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let MasterMachine {
+            path,
+            id,
+            ids,
+            step,
+            retry,
+            role,
+            stopped,
+        } = self;
+        (ids, step, retry, role, stopped).hash(state);
+        (path, id).hash_renamed(renaming, state);
     }
 }
 

@@ -89,6 +89,10 @@ struct CheckArgs {
     /// gives up.
     #[arg(long, default_value_t = Limits::DEFAULT_MAX_DEPTH)]
     max_depth: usize,
+    /// Explore states that differ only in which client is which separately (by default the
+    /// depth-first search explores them once: symmetry reduction, up to 4 clients).
+    #[arg(long)]
+    no_symmetry: bool,
     /// Write a counterexample, if one is found, as a scenario file (JSON) the simulator replays.
     #[arg(long, value_name = "FILE")]
     export: Option<PathBuf>,
@@ -165,6 +169,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
     let limits = Limits {
         max_states: Some(args.max_states),
         max_depth: args.max_depth,
+        symmetry: !args.no_symmetry,
     };
     let verdict = if std::io::stderr().is_terminal() {
         // A spinner for long checks, on a terminal only: logs and pipes get the result alone.
@@ -229,6 +234,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             "unique_states": verdict.unique_states,
             "max_depth": verdict.max_depth,
             "search": verdict.search.name(),
+            "symmetry": verdict.symmetry,
             "seconds": seconds,
             "states_per_sec": per_second.round(),
             "sometimes_unreached": verdict.unreached,
@@ -248,9 +254,13 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             recipe.faults,
             serde_json::to_value(recipe.acting).expect("a name")
         );
-        let search = match verdict.search {
-            Order::BreadthFirst => "breadth first",
-            Order::DepthFirst => "depth first after a breadth-first probe",
+        let search = match (verdict.search, verdict.symmetry) {
+            (Order::BreadthFirst, _) => "breadth first",
+            (Order::DepthFirst, false) => "depth first after a breadth-first probe",
+            (Order::DepthFirst, true) => {
+                "depth first after a breadth-first probe; states that differ only in which \
+                 client is which counted once"
+            }
         };
         println!(
             "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s ({search})",

@@ -61,12 +61,17 @@ mod workloads;
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Debug;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use stateright::{Expectation, Model, Property};
 use zkh_recipes::fencing::{FencedResource, Fencing};
 use zkh_recipes::machine::{Command, Input, Machine, OpId, TimerId};
+use zkh_recipes::symmetry::{
+    hash_ordered, renamed_hash, Renaming, Renamings, Symmetric, IDENTITY_MARK,
+    MAX_SYMMETRIC_CLIENTS,
+};
 use zkh_recipes::{Request, SessionEvent, SessionId, WatchedEvent, ZkError};
 
 use crate::history::{Entries, History, HistoryEntry, HistoryEvent};
@@ -76,8 +81,8 @@ use crate::zookeeper::ZkModel;
 
 pub use crate::shared::{Shared, SharedLog, SharedMut};
 pub use run::{
-    check, check_observed, check_within, find_violation, GaveUp, Limits, Observer, Order, Progress,
-    Verdict, Violation, PROBE_STATES, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
+    check, check_observed, check_within, find_violation, symmetric, GaveUp, Limits, Observer,
+    Order, Progress, Verdict, Violation, PROBE_STATES, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
 };
 pub use workloads::{
     ElectionWorkload, LatchWorkload, LeaderApp, LeaderRecipe, LockWorkload, MasterWorkload,
@@ -161,13 +166,13 @@ pub enum Acting {
 /// A recipe with the application that exercises it, as the checker runs it.
 pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static {
     /// The recipe's machine.
-    type Machine: Machine<Request = Self::Request, Report = Self::Report> + Sync;
+    type Machine: Machine<Request = Self::Request, Report = Self::Report> + Symmetric + Sync;
     /// The machine's requests.
     type Request: Clone + Debug + Send + 'static;
     /// The machine's reports.
     type Report: Clone + Debug + PartialEq + Send + 'static;
     /// A client's application state.
-    type App: Clone + Debug + PartialEq + Eq + Hash + Send + Sync;
+    type App: Clone + Debug + PartialEq + Eq + Hash + Symmetric + Send + Sync;
 
     /// The recipe's directory (where waiters queue).
     fn dir(&self) -> &str;
@@ -279,7 +284,7 @@ pub struct Seat<W: Workload> {
 }
 
 /// A state of the model.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct State<W: Workload> {
     /// The server's data.
     pub zk: Shared<ZkModel>,
@@ -299,6 +304,109 @@ pub struct State<W: Workload> {
     /// The verdicts of the workload's judges on this state's history, one bit each (a cache:
     /// they are computed once per state whose history changed, and are a function of it).
     pub verdicts: u8,
+    /// The renamings of its clients (none past [`MAX_SYMMETRIC_CLIENTS`]): the same in every
+    /// state of a check, and no part of its hash.
+    pub renamings: Option<Arc<Renamings>>,
+    /// Set on a symmetry-reducing search's representative only: the least hash of this state
+    /// under every renaming of its clients, which is then its whole hash (see
+    /// [`representative`]).
+    pub least_renamed_hash: Option<u64>,
+}
+
+impl<W: Workload> Hash for State<W> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        if let Some(least) = self.least_renamed_hash {
+            state.write_u64(least);
+            return;
+        }
+        let State {
+            zk,
+            seats,
+            abandoned,
+            budget,
+            shared,
+            last_fault_at,
+            resource,
+            verdicts,
+            renamings: _,
+            least_renamed_hash: _,
+        } = self;
+        (zk, seats, abandoned, budget, shared).hash(state);
+        (last_fault_at, resource, verdicts).hash(state);
+    }
+}
+
+/// A state's identities are its clients' order and everything in them and in the server
+/// (each part's renamed hashes are cached with it, see [`Shared`]).
+impl<W: Workload> Symmetric for State<W> {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let State {
+            zk,
+            seats,
+            abandoned,
+            budget,
+            shared,
+            last_fault_at,
+            resource,
+            verdicts,
+            renamings: _,
+            least_renamed_hash: _,
+        } = self;
+        zk.hash_renamed(renaming, state);
+        for position in 0..seats.len() {
+            let seat = &seats[renaming.client_at(position)];
+            seat.client.hash_renamed(renaming, state);
+            seat.queues.hash_renamed(renaming, state);
+            seat.log.hash_renamed(renaming, state);
+        }
+        abandoned.hash_renamed(renaming, state);
+        shared.hash_renamed(renaming, state);
+        (budget, last_fault_at, resource, verdicts).hash(state);
+    }
+}
+
+/// The state a symmetry-reducing search hashes in place of `state`: `state` itself, hashed as
+/// the least of its hashes under every renaming of its clients, so that states equal up to a
+/// renaming hash alike (stateright calls this for every state it reaches).
+pub fn representative<W: Workload>(state: &State<W>) -> State<W> {
+    let mut representative = state.clone();
+    if let Some(renamings) = &state.renamings {
+        let least = renamings.iter().map(|r| renamed_hash(state, &r)).min();
+        representative.least_renamed_hash = least;
+    }
+    representative
+}
+
+impl Symmetric for Inbound {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Inbound::Reply(id, result) => (id, result).hash_renamed(renaming, state),
+            Inbound::Watch(event) => event.hash_renamed(renaming, state),
+            Inbound::Session(event) => event.hash_renamed(renaming, state),
+        }
+    }
+}
+
+impl Symmetric for Queues {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        hash_ordered(self.outbox.iter(), renaming, state);
+        hash_ordered(self.inbox.iter(), renaming, state);
+    }
+}
+
+impl<W: Workload> Symmetric for Client<W> {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let Client {
+            machine,
+            app,
+            session,
+            timers,
+            expired_at_server,
+        } = self;
+        (machine, app, session).hash_renamed(renaming, state);
+        (timers, expired_at_server).hash(state);
+    }
 }
 
 impl<W: Workload> State<W> {
@@ -601,6 +709,8 @@ impl<W: Workload> Model for RecipeModel<W> {
             last_fault_at: 0,
             resource: FencedResource::new(),
             verdicts: 0,
+            renamings: None,
+            least_renamed_hash: None,
         };
         // The recipe's directory exists, as in a deployment: the race to create it is not what
         // is checked (the simulator and the unit tests cover it).
@@ -639,6 +749,10 @@ impl<W: Workload> Model for RecipeModel<W> {
                 log: SharedLog::default(),
             });
             starts.push(requests);
+        }
+        if self.clients <= MAX_SYMMETRIC_CLIENTS {
+            let first_sessions = state.seats.iter().map(|seat| seat.client.session);
+            state.renamings = Some(Arc::new(Renamings::new(first_sessions.collect())));
         }
         for (index, requests) in starts.into_iter().enumerate() {
             // The application starts once the client has connected.
@@ -852,7 +966,10 @@ impl<W: Workload> RecipeModel<W> {
             Action::DropRequest(c) => {
                 next.budget.drop_request -= 1;
                 let (id, ..) = next.queues_mut(c).outbox.pop_front()?;
-                Self::fault(&mut next, format!("client {c}: request {id} dropped"));
+                Self::fault(
+                    &mut next,
+                    format!("client {IDENTITY_MARK}{c}: request {id} dropped"),
+                );
                 let lost = Inbound::Reply(id, Err(ZkError::ConnectionLoss));
                 next.queues_mut(c).inbox.push_back(lost);
                 Self::reconnect(&mut next, c);
@@ -860,14 +977,17 @@ impl<W: Workload> RecipeModel<W> {
             Action::DropReply(c) => {
                 next.budget.drop_reply -= 1;
                 let id = next.queues(c).outbox.front()?.0;
-                Self::fault(&mut next, format!("client {c}: reply to {id} dropped"));
+                Self::fault(
+                    &mut next,
+                    format!("client {IDENTITY_MARK}{c}: reply to {id} dropped"),
+                );
                 self.serve(&mut next, c, true);
             }
             Action::Expire(c) => {
                 next.budget.expire -= 1;
                 Self::fault(
                     &mut next,
-                    format!("client {c}: session expired by the server"),
+                    format!("client {IDENTITY_MARK}{c}: session expired by the server"),
                 );
                 let session = next.client(c).session;
                 next.client_mut(c).expired_at_server = true;
@@ -878,7 +998,10 @@ impl<W: Workload> RecipeModel<W> {
             }
             Action::ClientExpire(c) => {
                 next.budget.client_expire -= 1;
-                Self::fault(&mut next, format!("client {c}: told its session expired"));
+                Self::fault(
+                    &mut next,
+                    format!("client {IDENTITY_MARK}{c}: told its session expired"),
+                );
                 // The server keeps the session (and its ephemerals) until ServerExpireOld; the
                 // client's handle is dead: what it had not sent fails, nothing more arrives.
                 let session = next.client(c).session;
@@ -897,7 +1020,8 @@ impl<W: Workload> RecipeModel<W> {
                 next.abandoned.remove(&session);
                 Self::fault(
                     &mut next,
-                    format!("session {:#x} expired by the server", session.0),
+                    // No session number: it would name a client without a token.
+                    "an abandoned session expired by the server".to_owned(),
                 );
                 let notifications = next.zk_mut().close_session(session).unwrap_or_default();
                 Self::deliver_notifications(&mut next, notifications);

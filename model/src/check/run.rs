@@ -22,7 +22,9 @@ use std::collections::BTreeSet;
 
 use stateright::{Checker, CheckerBuilder, Expectation, HasDiscoveries, Model};
 
-use super::{Action, RecipeModel, Workload};
+use zkh_recipes::symmetry::MAX_SYMMETRIC_CLIENTS;
+
+use super::{representative, Action, RecipeModel, Workload};
 
 /// How many states the breadth-first probe generates before the depth-first search takes over:
 /// a few hundredths of a second, and enough for the shallow counterexamples of spaces with no
@@ -41,6 +43,10 @@ pub struct Limits {
     pub max_states: Option<usize>,
     /// Paths of this many steps (a space with no end has paths of every length).
     pub max_depth: usize,
+    /// Whether the depth-first search explores states equal up to a renaming of the clients
+    /// once (symmetry reduction, for up to [`MAX_SYMMETRIC_CLIENTS`] clients; see
+    /// [`zkh_recipes::symmetry`]). The breadth-first searches never do: stateright's cannot.
+    pub symmetry: bool,
 }
 
 impl Limits {
@@ -54,6 +60,7 @@ impl Default for Limits {
         Limits {
             max_states: None,
             max_depth: Limits::DEFAULT_MAX_DEPTH,
+            symmetry: true,
         }
     }
 }
@@ -87,8 +94,10 @@ pub struct Verdict {
     /// States generated (with repeats), until the end or the first violation, by the search
     /// that decided (the probe, or the depth-first search after it).
     pub states: usize,
-    /// Distinct states.
+    /// Distinct states (up to a renaming of clients, with `symmetry`).
     pub unique_states: usize,
+    /// Whether the search that decided reduced by symmetry.
+    pub symmetry: bool,
     /// The deepest path explored.
     pub max_depth: usize,
     /// The first `always` or `eventually` property that failed, if any.
@@ -186,6 +195,7 @@ pub fn find_violation<W: Workload>(model: &RecipeModel<W>) -> Option<Violation> 
     let unlimited = Limits {
         max_states: None,
         max_depth: usize::MAX,
+        symmetry: false,
     };
     let mut violation = search(model, Order::BreadthFirst, unlimited, None).violation?;
     violation.path = shortest(model, violation.property, &violation.path);
@@ -211,6 +221,11 @@ impl Order {
     }
 }
 
+/// Whether a depth-first search of `model` within `limits` reduces by symmetry.
+pub fn symmetric<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> bool {
+    limits.symmetry && model.clients <= MAX_SYMMETRIC_CLIENTS
+}
+
 fn builder<W: Workload>(model: &RecipeModel<W>) -> CheckerBuilder<RecipeModel<W>> {
     model.clone().checker().threads(1)
 }
@@ -228,6 +243,10 @@ fn search<W: Workload>(
         .target_max_depth(limits.max_depth.saturating_add(2));
     if let Some(max_states) = limits.max_states {
         builder = builder.target_state_count(max_states);
+    }
+    let symmetry = order == Order::DepthFirst && symmetric(model, limits);
+    if symmetry {
+        builder = builder.symmetry_fn(representative::<W>);
     }
     let checker: Box<dyn Checker<RecipeModel<W>>> = match order {
         Order::BreadthFirst => Box::new(finish(builder.spawn_bfs(), order, observer)),
@@ -271,6 +290,7 @@ fn search<W: Workload>(
         search: order,
         states: checker.state_count(),
         unique_states: checker.unique_state_count(),
+        symmetry,
         max_depth: max_depth.min(limits.max_depth),
         violation,
         complete,

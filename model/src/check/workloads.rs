@@ -22,6 +22,7 @@ use zkh_recipes::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
 use zkh_recipes::lock::{LockMachine, LockReport, LockRequest, LockVariant};
 use zkh_recipes::machine::Machine;
 use zkh_recipes::master::{MasterMachine, MasterReport, MasterRequest};
+use zkh_recipes::symmetry::{identity, Symmetric};
 
 use super::{Judge, Recorded, State, Workload};
 use crate::history::HistoryEvent;
@@ -90,6 +91,8 @@ pub enum LockApp {
     Done,
 }
 
+zkh_recipes::symmetric_as_hash!(LockApp, LeaderApp);
+
 impl Workload for LockWorkload {
     type Machine = LockMachine;
     type Request = LockRequest;
@@ -101,7 +104,7 @@ impl Workload for LockWorkload {
     }
 
     fn client(&self, index: usize) -> (LockMachine, LockApp, Vec<LockRequest>) {
-        let machine = LockMachine::new(self.variant, LOCK_DIR, &format!("c{index}"));
+        let machine = LockMachine::new(self.variant, LOCK_DIR, &identity("c", index));
         let acquire = LockRequest::Acquire { timeout_ms: None };
         (machine, LockApp::Acquiring, vec![acquire])
     }
@@ -202,7 +205,7 @@ pub struct LeaderApp {
 /// elected", and "herd free" where the recipe queues its waiters.
 pub trait LeaderRecipe: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static {
     /// The recipe's machine.
-    type Machine: Machine<Request = Self::Request, Report = Self::Report> + Sync;
+    type Machine: Machine<Request = Self::Request, Report = Self::Report> + Symmetric + Sync;
     /// The machine's requests.
     type Request: Clone + Debug + Send + 'static;
     /// The machine's reports.
@@ -337,8 +340,8 @@ impl LeaderRecipe for LatchWorkload {
     const WAITERS_WAKE: bool = true;
 
     fn participant(&self, index: usize) -> (LatchMachine, LatchRequest) {
-        let name = format!("p{index}");
-        let machine = LatchMachine::new(self.variant, LATCH_DIR, &name, &format!("c{index}"));
+        let name = identity("p", index);
+        let machine = LatchMachine::new(self.variant, LATCH_DIR, &name, &identity("c", index));
         (machine, LatchRequest::Start)
     }
 
@@ -372,8 +375,8 @@ impl LeaderRecipe for ElectionWorkload {
     const WAITERS_WAKE: bool = false;
 
     fn participant(&self, index: usize) -> (ElectionMachine, ElectionRequest) {
-        let instance = format!("i{index}");
-        let machine = ElectionMachine::new(self.variant, JOB_DIR, &instance, &format!("c{index}"));
+        let instance = identity("i", index);
+        let machine = ElectionMachine::new(self.variant, JOB_DIR, &instance, &identity("c", index));
         (machine, ElectionRequest::Elect)
     }
 
@@ -403,7 +406,7 @@ impl LeaderRecipe for MasterWorkload {
 
     fn participant(&self, index: usize) -> (MasterMachine, MasterRequest) {
         (
-            MasterMachine::new(MASTER_PATH, &format!("m{index}")),
+            MasterMachine::new(MASTER_PATH, &identity("m", index)),
             MasterRequest::Run,
         )
     }

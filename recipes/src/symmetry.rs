@@ -1,0 +1,656 @@
+//! Symmetry: clients that differ only in their names, hashed as one.
+//!
+//! # The idea
+//!
+//! A model checker runs N clients of one recipe, alike but for their identities: client 0's
+//! protection uuid is `c#0` and client 1's is `c#1`, each has its own first session, and the
+//! history names each by its index. Rename every identity at once (client 0's become client
+//! 1's and client 1's become client 0's) and a reachable state becomes another reachable
+//! state: the one the renamed actions reach. Every property quantifies over clients, so both
+//! have the same verdicts, and a checker needs to explore only one of them. That is symmetry
+//! reduction; with 3 clients it divides the states by up to 3! = 6.
+//!
+//! A checker recognises renamed states by a *renamed hash*: [`Symmetric::hash_renamed`] hashes
+//! a value as it would be with every identity renamed by a [`Renaming`], without building it.
+//! The checker hashes a state under every renaming and keeps the least: states equal up to a
+//! renaming get the same least hash.
+//!
+//! # What an identity is
+//!
+//! - **An identity token in text**: [`IDENTITY_MARK`] followed by a client's index, as in
+//!   `c#0`. Tokens appear in names, paths and node data wherever a client wrote its identity
+//!   (`/lock/_c_c#0-lock-0000000003`); [`identity`] makes one.
+//! - **A first session**: the session each client opened at the start. Sessions opened later
+//!   are numbered by when they were opened, which a renaming does not change.
+//! - **A client index**: a history event's `client`, and the order of clients in a state (the
+//!   checker's part).
+//!
+//! Everything else (zxids, versions, sequence numbers, tokens, operation and timer ids) is the
+//! same after a renaming.
+//!
+//! # Order
+//!
+//! A renaming can reorder what is sorted by name: a directory's children, a tree's nodes. Such
+//! collections are hashed as sets ([`hash_unordered`]), which is faithful because each is
+//! sorted (a sorted list is determined by its elements). A recipe whose behaviour depends on
+//! how identities sort (not on sequence numbers) would break the symmetry; the model checker's
+//! tests run every recipe along renamed paths to show none does.
+//!
+//! # Not covered
+//!
+//! More than [`MAX_SYMMETRIC_CLIENTS`] clients: the renamings number N!, and each state is
+//! hashed under all of them.
+
+use std::hash::{BuildHasher, Hash, Hasher};
+
+use crate::error::ZkError;
+use crate::event::{EventType, SessionEvent, WatchedEvent};
+use crate::ops::{Op, OpResult};
+use crate::request::{Request, Response};
+use crate::types::{CreateMode, Created, SessionId, Stat};
+
+/// The character that starts an identity token in text.
+pub const IDENTITY_MARK: char = '#';
+
+/// The most clients hashed under every renaming (4! = 24 renamings).
+pub const MAX_SYMMETRIC_CLIENTS: usize = 4;
+
+/// Client `index`'s identity of kind `kind`: `c#0` for `identity("c", 0)`.
+pub fn identity(kind: &str, index: usize) -> String {
+    format!("{kind}{IDENTITY_MARK}{index}")
+}
+
+/// Every renaming of N clients: the permutations of their indices, the identity first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Renamings {
+    /// `permutations[k][i]`: what client `i` becomes under renaming `k`.
+    permutations: Vec<Vec<u32>>,
+    /// `inverses[k][j]`: the client that becomes client `j` under renaming `k`.
+    inverses: Vec<Vec<u32>>,
+    /// Each client's first session.
+    first_sessions: Vec<SessionId>,
+}
+
+impl Renamings {
+    /// The renamings of clients whose first sessions are `first_sessions` (client `i`'s at
+    /// `i`).
+    ///
+    /// # Panics
+    /// With more than [`MAX_SYMMETRIC_CLIENTS`] clients.
+    pub fn new(first_sessions: Vec<SessionId>) -> Renamings {
+        let clients = first_sessions.len();
+        assert!(
+            clients <= MAX_SYMMETRIC_CLIENTS,
+            "symmetry covers at most {MAX_SYMMETRIC_CLIENTS} clients, not {clients}"
+        );
+        let mut permutations = Vec::new();
+        permute(&mut (0..clients as u32).collect(), 0, &mut permutations);
+        permutations.sort();
+        let inverses = permutations
+            .iter()
+            .map(|to| {
+                let mut inverse = vec![0; clients];
+                for (from, to) in to.iter().enumerate() {
+                    inverse[*to as usize] = from as u32;
+                }
+                inverse
+            })
+            .collect();
+        Renamings {
+            permutations,
+            inverses,
+            first_sessions,
+        }
+    }
+
+    /// How many renamings (N!).
+    pub fn len(&self) -> usize {
+        self.permutations.len()
+    }
+
+    /// Never: there is always the identity.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// How many clients.
+    pub fn clients(&self) -> usize {
+        self.first_sessions.len()
+    }
+
+    /// Renaming `index` (0 is the identity).
+    pub fn get(&self, index: usize) -> Renaming<'_> {
+        assert!(index < self.len(), "renaming {index} of {}", self.len());
+        Renaming { all: self, index }
+    }
+
+    /// Every renaming, the identity first.
+    pub fn iter(&self) -> impl Iterator<Item = Renaming<'_>> {
+        (0..self.len()).map(|index| self.get(index))
+    }
+}
+
+/// Appends every permutation of `items[from..]` (after `items[..from]`) to `out`.
+fn permute(items: &mut Vec<u32>, from: usize, out: &mut Vec<Vec<u32>>) {
+    if from == items.len() {
+        out.push(items.clone());
+        return;
+    }
+    for pick in from..items.len() {
+        items.swap(from, pick);
+        permute(items, from + 1, out);
+        items.swap(from, pick);
+    }
+}
+
+/// One renaming of clients (see the module docs).
+#[derive(Clone, Copy, Debug)]
+pub struct Renaming<'a> {
+    all: &'a Renamings,
+    index: usize,
+}
+
+impl<'a> Renaming<'a> {
+    /// Every renaming this one is among (for values that cache their hash under each).
+    pub fn all(&self) -> &'a Renamings {
+        self.all
+    }
+
+    /// Its place among them.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// What client `client` becomes.
+    pub fn client(&self, client: u32) -> u32 {
+        self.all.permutations[self.index]
+            .get(client as usize)
+            .copied()
+            .unwrap_or(client)
+    }
+
+    /// The client that becomes client `position` (where the renamed state puts each client).
+    pub fn client_at(&self, position: usize) -> usize {
+        self.all.inverses[self.index][position] as usize
+    }
+
+    /// What `session` becomes: a client's first session becomes its new name's first session.
+    pub fn session(&self, session: SessionId) -> SessionId {
+        match self.all.first_sessions.iter().position(|s| *s == session) {
+            Some(client) => self.all.first_sessions[self.client(client as u32) as usize],
+            None => session,
+        }
+    }
+
+    /// Hashes `text` with its identity tokens renamed, as the renamed text's bytes.
+    pub fn hash_text<H: Hasher>(&self, text: &[u8], state: &mut H) {
+        let mut renamed = [0u8; 128];
+        let mut heap = Vec::new();
+        let mut len = 0;
+        let mut put = |bytes: &[u8]| {
+            if heap.is_empty() && len + bytes.len() <= renamed.len() {
+                renamed[len..len + bytes.len()].copy_from_slice(bytes);
+            } else {
+                if heap.is_empty() {
+                    heap.extend_from_slice(&renamed[..len]);
+                }
+                heap.extend_from_slice(bytes);
+            }
+            len += bytes.len();
+        };
+        let mut rest = text;
+        while let Some(mark) = rest.iter().position(|b| *b == IDENTITY_MARK as u8) {
+            put(&rest[..=mark]);
+            rest = &rest[mark + 1..];
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            let index = std::str::from_utf8(&rest[..digits])
+                .ok()
+                .and_then(|d| d.parse::<u32>().ok());
+            match index {
+                Some(client) if (client as usize) < self.all.clients() => {
+                    let mut number = [0u8; 10];
+                    put(decimal(self.client(client), &mut number));
+                }
+                _ => put(&rest[..digits]),
+            }
+            rest = &rest[digits..];
+        }
+        put(rest);
+        let bytes = if heap.is_empty() {
+            &renamed[..len]
+        } else {
+            &heap[..]
+        };
+        state.write(bytes);
+        state.write_u8(0xff);
+    }
+}
+
+/// `value` in decimal, written into `buffer`.
+fn decimal(mut value: u32, buffer: &mut [u8; 10]) -> &[u8] {
+    let mut start = buffer.len();
+    loop {
+        start -= 1;
+        buffer[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return &buffer[start..];
+        }
+    }
+}
+
+/// A value with identities in it, hashable as renamed.
+pub trait Symmetric {
+    /// Hashes this value as it would be with its identities renamed by `renaming`. Equal
+    /// renamed values hash alike: `x.hash_renamed(r)` equals `r(x).hash_renamed(identity)`.
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H);
+}
+
+/// The renamed hash of `value`, as a number (with a fixed seed: the same in every run).
+pub fn renamed_hash<T: Symmetric + ?Sized>(value: &T, renaming: &Renaming<'_>) -> u64 {
+    let mut hasher = foldhash::quality::FixedState::with_seed(0x7379_6d6d_6574_7279).build_hasher();
+    value.hash_renamed(renaming, &mut hasher);
+    hasher.finish()
+}
+
+/// Hashes `items` in order.
+pub fn hash_ordered<'a, T, H>(
+    items: impl ExactSizeIterator<Item = &'a T>,
+    renaming: &Renaming<'_>,
+    state: &mut H,
+) where
+    T: Symmetric + 'a,
+    H: Hasher,
+{
+    state.write_usize(items.len());
+    for item in items {
+        item.hash_renamed(renaming, state);
+    }
+}
+
+/// Hashes `items` as a set: a renaming may reorder what is sorted by name.
+pub fn hash_unordered<T, H>(items: impl Iterator<Item = T>, renaming: &Renaming<'_>, state: &mut H)
+where
+    T: Symmetric,
+    H: Hasher,
+{
+    let (mut count, mut sum, mut mixed) = (0usize, 0u64, 0u64);
+    for item in items {
+        let hash = renamed_hash(&item, renaming);
+        count += 1;
+        sum = sum.wrapping_add(hash);
+        mixed = mixed.wrapping_add(hash.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    }
+    state.write_usize(count);
+    state.write_u64(sum);
+    state.write_u64(mixed);
+}
+
+/// Sorted by key, which a renaming may reorder: hashed as a set of entries.
+impl<K: Symmetric, V: Symmetric> Symmetric for std::collections::BTreeMap<K, V> {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        hash_unordered(self.iter(), renaming, state);
+    }
+}
+
+/// Sorted, which a renaming may reorder: hashed as a set.
+impl<T: Symmetric> Symmetric for std::collections::BTreeSet<T> {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        hash_unordered(self.iter(), renaming, state);
+    }
+}
+
+/// Implements [`Symmetric`] for types with no identity in them: they hash as themselves.
+#[macro_export]
+macro_rules! symmetric_as_hash {
+    ($($type:ty),* $(,)?) => {
+        $(impl $crate::symmetry::Symmetric for $type {
+            fn hash_renamed<H: ::std::hash::Hasher>(
+                &self,
+                _: &$crate::symmetry::Renaming<'_>,
+                state: &mut H,
+            ) {
+                ::std::hash::Hash::hash(self, state);
+            }
+        })*
+    };
+}
+
+crate::symmetric_as_hash!(bool, i32, i64, u8, u64, usize, CreateMode, EventType, ZkError);
+
+impl Symmetric for str {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        renaming.hash_text(self.as_bytes(), state);
+    }
+}
+
+impl Symmetric for String {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        renaming.hash_text(self.as_bytes(), state);
+    }
+}
+
+impl Symmetric for std::sync::Arc<str> {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        renaming.hash_text(self.as_bytes(), state);
+    }
+}
+
+/// Node data and other bytes: text, as far as identity tokens go.
+impl Symmetric for [u8] {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        renaming.hash_text(self, state);
+    }
+}
+
+impl Symmetric for SessionId {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        renaming.session(*self).hash(state);
+    }
+}
+
+impl<T: Symmetric> Symmetric for Option<T> {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        match self {
+            None => state.write_u8(0),
+            Some(value) => {
+                state.write_u8(1);
+                value.hash_renamed(renaming, state);
+            }
+        }
+    }
+}
+
+impl<A: Symmetric, B: Symmetric> Symmetric for (A, B) {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        self.0.hash_renamed(renaming, state);
+        self.1.hash_renamed(renaming, state);
+    }
+}
+
+impl<A: Symmetric, B: Symmetric, C: Symmetric> Symmetric for (A, B, C) {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        self.0.hash_renamed(renaming, state);
+        self.1.hash_renamed(renaming, state);
+        self.2.hash_renamed(renaming, state);
+    }
+}
+
+impl<T: Symmetric + ?Sized> Symmetric for &T {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        (**self).hash_renamed(renaming, state);
+    }
+}
+
+impl Symmetric for Stat {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let Stat {
+            czxid,
+            mzxid,
+            pzxid,
+            ctime,
+            mtime,
+            version,
+            cversion,
+            aversion,
+            ephemeral_owner,
+            data_length,
+            num_children,
+        } = *self;
+        (czxid, mzxid, pzxid, ctime, mtime).hash(state);
+        (version, cversion, aversion, data_length, num_children).hash(state);
+        SessionId(ephemeral_owner).hash_renamed(renaming, state);
+    }
+}
+
+impl Symmetric for Created {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        self.path.hash_renamed(renaming, state);
+        self.stat.hash_renamed(renaming, state);
+    }
+}
+
+impl Symmetric for WatchedEvent {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let WatchedEvent {
+            event_type,
+            path,
+            zxid,
+        } = self;
+        event_type.hash(state);
+        path.hash_renamed(renaming, state);
+        zxid.hash(state);
+    }
+}
+
+impl Symmetric for SessionEvent {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            SessionEvent::Connected { session_id } | SessionEvent::Reconnected { session_id } => {
+                session_id.hash_renamed(renaming, state);
+            }
+            SessionEvent::Disconnected | SessionEvent::Expired | SessionEvent::Closed => {}
+        }
+    }
+}
+
+impl Symmetric for Op {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Op::Check { path, version } | Op::Delete { path, version } => {
+                path.hash_renamed(renaming, state);
+                version.hash(state);
+            }
+            Op::Create { path, data, mode } => {
+                path.hash_renamed(renaming, state);
+                data.as_slice().hash_renamed(renaming, state);
+                mode.hash(state);
+            }
+            Op::SetData {
+                path,
+                data,
+                version,
+            } => {
+                path.hash_renamed(renaming, state);
+                data.as_slice().hash_renamed(renaming, state);
+                version.hash(state);
+            }
+        }
+    }
+}
+
+impl Symmetric for OpResult {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            OpResult::Check | OpResult::Delete => {}
+            OpResult::Create { path, stat } => {
+                path.hash_renamed(renaming, state);
+                stat.hash_renamed(renaming, state);
+            }
+            OpResult::SetData { stat } => stat.hash_renamed(renaming, state),
+        }
+    }
+}
+
+impl Symmetric for Request {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Request::Create { path, data, mode } => {
+                path.hash_renamed(renaming, state);
+                data.as_slice().hash_renamed(renaming, state);
+                mode.hash(state);
+            }
+            Request::Delete { path, version } => {
+                path.hash_renamed(renaming, state);
+                version.hash(state);
+            }
+            Request::Exists { path, watch }
+            | Request::GetData { path, watch }
+            | Request::GetChildren { path, watch } => {
+                path.hash_renamed(renaming, state);
+                watch.hash(state);
+            }
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => {
+                path.hash_renamed(renaming, state);
+                data.as_slice().hash_renamed(renaming, state);
+                version.hash(state);
+            }
+            Request::Multi(ops) => hash_ordered(ops.iter(), renaming, state),
+            Request::Sync { path } => path.hash_renamed(renaming, state),
+        }
+    }
+}
+
+impl Symmetric for Response {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Response::Created(created) => created.hash_renamed(renaming, state),
+            Response::Deleted | Response::Synced => {}
+            Response::Exists(stat) => stat.hash_renamed(renaming, state),
+            Response::Data(data, stat) => {
+                data.as_slice().hash_renamed(renaming, state);
+                stat.hash_renamed(renaming, state);
+            }
+            // Sorted by name: a renaming may reorder them.
+            Response::Children(names, stat) => {
+                hash_unordered(names.iter(), renaming, state);
+                stat.hash_renamed(renaming, state);
+            }
+            Response::SetData(stat) => stat.hash_renamed(renaming, state),
+            Response::Multi(results) => hash_ordered(results.iter(), renaming, state),
+        }
+    }
+}
+
+impl<T: Symmetric, E: Symmetric> Symmetric for Result<T, E> {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        match self {
+            Ok(value) => {
+                state.write_u8(0);
+                value.hash_renamed(renaming, state);
+            }
+            Err(error) => {
+                state.write_u8(1);
+                error.hash_renamed(renaming, state);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn renamings() -> Renamings {
+        Renamings::new(vec![SessionId(10), SessionId(11), SessionId(12)])
+    }
+
+    /// The renaming of 3 clients that maps 0 to 1, 1 to 2 and 2 to 0.
+    fn rotation(all: &Renamings) -> Renaming<'_> {
+        all.iter()
+            .find(|r| (r.client(0), r.client(1), r.client(2)) == (1, 2, 0))
+            .expect("a rotation is among the permutations")
+    }
+
+    #[test]
+    fn there_is_one_renaming_per_permutation_the_identity_first() {
+        let all = renamings();
+        assert_eq!(all.len(), 6);
+        let identity = all.get(0);
+        assert!((0..3).all(|c| identity.client(c) == c));
+        let distinct: std::collections::BTreeSet<Vec<u32>> = all
+            .iter()
+            .map(|r| (0..3).map(|c| r.client(c)).collect())
+            .collect();
+        assert_eq!(distinct.len(), 6);
+        let rotation = rotation(&all);
+        assert_eq!(rotation.client_at(1), 0, "client 0 becomes client 1");
+    }
+
+    #[test]
+    fn a_renamed_hash_is_the_hash_of_the_renamed_value() {
+        let all = renamings();
+        let rotation = rotation(&all);
+        let identity = all.get(0);
+        let path = format!("/lock/_c_{}-lock-0000000003", identity_of(0));
+        let renamed = format!("/lock/_c_{}-lock-0000000003", identity_of(1));
+        assert_eq!(
+            renamed_hash(&path, &rotation),
+            renamed_hash(&renamed, &identity)
+        );
+        assert_ne!(
+            renamed_hash(&path, &identity),
+            renamed_hash(&renamed, &identity),
+            "different names hash apart"
+        );
+        assert_eq!(
+            renamed_hash(&SessionId(12), &rotation),
+            renamed_hash(&SessionId(10), &identity),
+            "client 2's first session becomes client 0's"
+        );
+        assert_eq!(
+            renamed_hash(&SessionId(99), &rotation),
+            renamed_hash(&SessionId(99), &identity),
+            "a later session keeps its number"
+        );
+    }
+
+    fn identity_of(client: usize) -> String {
+        identity("c", client)
+    }
+
+    #[test]
+    fn children_sorted_by_name_hash_alike_after_a_renaming_reorders_them() {
+        let all = renamings();
+        let rotation = rotation(&all);
+        let names = |a: usize, b: usize| {
+            let mut names = vec![
+                format!("_c_{}-latch-0000000001", identity_of(a)),
+                format!("_c_{}-latch-0000000002", identity_of(b)),
+            ];
+            names.sort();
+            Response::Children(names, Stat::default())
+        };
+        // Clients 0 and 2 become 1 and 0: the renamed names sort the other way round.
+        assert_eq!(
+            renamed_hash(&names(0, 2), &rotation),
+            renamed_hash(&names(1, 0), &all.get(0))
+        );
+        assert_ne!(
+            renamed_hash(&names(0, 2), &all.get(0)),
+            renamed_hash(&names(2, 0), &all.get(0)),
+            "which client holds which sequence number still counts"
+        );
+    }
+
+    #[test]
+    fn text_without_tokens_and_long_text_hash_as_themselves() {
+        let all = renamings();
+        let rotation = rotation(&all);
+        let plain = "/job/leader/election/instance".to_owned();
+        assert_eq!(
+            renamed_hash(&plain, &rotation),
+            renamed_hash(&plain, &all.get(0))
+        );
+        let long = format!("{}/{}", "x".repeat(200), identity_of(2));
+        let renamed = format!("{}/{}", "x".repeat(200), identity_of(0));
+        assert_eq!(
+            renamed_hash(&long, &rotation),
+            renamed_hash(&renamed, &all.get(0))
+        );
+        let out_of_range = "a#7 and a# alone".to_owned();
+        assert_eq!(
+            renamed_hash(&out_of_range, &rotation),
+            renamed_hash(&out_of_range, &all.get(0))
+        );
+    }
+}
