@@ -229,7 +229,7 @@ impl Symmetric for OpOutcome {
 impl Symmetric for HistoryEvent {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
         std::mem::discriminant(self).hash(state);
-        let client = |client: &u32, state: &mut H| renaming.client(*client).hash(state);
+        let client = |client: &u32, state: &mut H| renaming.hash_client(*client, state);
         match self {
             HistoryEvent::Invoke {
                 client: c,

@@ -23,7 +23,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
-use zkh_recipes::symmetry::{renamed_hash, Renaming, Renamings, Symmetric};
+use zkh_recipes::symmetry::{renamed_hashes, Renaming, Renamings, Symmetric};
 
 /// A shared, hash-cached value.
 #[derive(Clone, Debug)]
@@ -49,8 +49,15 @@ impl<T: Clone> Clone for Cached<T> {
     }
 }
 
-fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
-    foldhash::quality::FixedState::with_seed(0x5a4b_4841_524e_4553).hash_one(value)
+pub(crate) fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
+    foldhash::quality::FixedState::with_seed(SEED).hash_one(value)
+}
+
+const SEED: u64 = 0x5a4b_4841_524e_4553;
+
+/// A hasher with the fixed seed.
+pub(crate) fn fixed_hasher() -> foldhash::quality::FoldHasher<'static> {
+    foldhash::quality::FixedState::with_seed(SEED).build_hasher()
 }
 
 impl<T: Hash + Clone> Shared<T> {
@@ -95,15 +102,24 @@ impl<T> Hash for Shared<T> {
     }
 }
 
+impl<T: Symmetric> Shared<T> {
+    /// The value's hash under each renaming of `all`, computed once.
+    pub fn renamed_hashes(&self, all: &Renamings) -> &[u64] {
+        let hashes = self
+            .value
+            .renamed
+            .get_or_init(|| renamed_hashes(&self.value.value, all));
+        debug_assert_eq!(hashes.len(), all.len(), "one set of renamings per check");
+        hashes
+    }
+}
+
 impl<T: Symmetric> Symmetric for Shared<T> {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
-        let all = renaming.all();
-        let hashes = self.value.renamed.get_or_init(|| {
-            all.iter()
-                .map(|renaming| renamed_hash(&self.value.value, &renaming))
-                .collect()
-        });
-        state.write_u64(hashes[renaming.index()]);
+        if renaming.is_recording() {
+            return renaming.unsupported();
+        }
+        state.write_u64(self.renamed_hashes(renaming.all())[renaming.index()]);
     }
 }
 
@@ -262,11 +278,10 @@ impl<T> Hash for SharedLog<T> {
     }
 }
 
-impl<T: Symmetric> Symmetric for SharedLog<T> {
-    /// The chained renamed hashes, computed for the links that have none yet (oldest first:
-    /// each chains on the one before).
-    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
-        let all = renaming.all();
+impl<T: Symmetric> SharedLog<T> {
+    /// The log's hash under each renaming of `all` (none for an empty log), chained over its
+    /// entries: computed for the links that have none yet, oldest first.
+    pub fn renamed_hashes(&self, all: &Renamings) -> Option<&[u64]> {
         let mut missing = Vec::new();
         let mut link = self.newest.as_deref();
         while let Some(current) = link {
@@ -279,11 +294,19 @@ impl<T: Symmetric> Symmetric for SharedLog<T> {
         for current in missing.into_iter().rev() {
             current.renamed.get_or_init(|| chain(current, all));
         }
-        let hash = self.newest.as_ref().map_or(0, |link| {
-            link.renamed.get().expect("just computed")[renaming.index()]
-        });
+        let newest = self.newest.as_ref()?;
+        Some(newest.renamed.get().expect("just computed"))
+    }
+}
+
+impl<T: Symmetric> Symmetric for SharedLog<T> {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        if renaming.is_recording() {
+            return renaming.unsupported();
+        }
+        let hashes = self.renamed_hashes(renaming.all());
         state.write_usize(self.len);
-        state.write_u64(hash);
+        state.write_u64(hashes.map_or(0, |hashes| hashes[renaming.index()]));
     }
 }
 
@@ -293,10 +316,11 @@ fn chain<T: Symmetric>(link: &Link<T>, all: &Renamings) -> Box<[u64]> {
         .older
         .as_deref()
         .map(|older| older.renamed.get().expect("older links are renamed first"));
+    let entry = renamed_hashes(&link.entry, all);
     all.iter()
         .map(|renaming| {
             let before = older.map_or(0, |hashes| hashes[renaming.index()]);
-            hash_of(&(before, renamed_hash(&link.entry, &renaming)))
+            hash_of(&(before, entry[renaming.index()]))
         })
         .collect()
 }

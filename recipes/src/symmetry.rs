@@ -41,6 +41,7 @@
 //! More than [`MAX_SYMMETRIC_CLIENTS`] clients: the renamings number N!, and each state is
 //! hashed under all of them.
 
+use std::cell::{Cell, RefCell};
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use crate::error::ZkError;
@@ -121,7 +122,11 @@ impl Renamings {
     /// Renaming `index` (0 is the identity).
     pub fn get(&self, index: usize) -> Renaming<'_> {
         assert!(index < self.len(), "renaming {index} of {}", self.len());
-        Renaming { all: self, index }
+        Renaming {
+            all: self,
+            index,
+            recorder: None,
+        }
     }
 
     /// Every renaming, the identity first.
@@ -148,6 +153,18 @@ fn permute(items: &mut Vec<u32>, from: usize, out: &mut Vec<Vec<u32>>) {
 pub struct Renaming<'a> {
     all: &'a Renamings,
     index: usize,
+    /// Set when hashing a skeleton (see [`renamed_hashes`]): identities are written as
+    /// placeholders and their clients recorded here, in order.
+    recorder: Option<&'a Recorder>,
+}
+
+/// The clients whose identities a skeleton's placeholders stand for, in order.
+#[derive(Debug, Default)]
+struct Recorder {
+    clients: RefCell<Vec<u32>>,
+    /// The value holds what a skeleton cannot express (a set with identities in it, whose
+    /// order a renaming changes; a part with renamed hashes of its own).
+    unsupported: Cell<bool>,
 }
 
 impl<'a> Renaming<'a> {
@@ -174,6 +191,45 @@ impl<'a> Renaming<'a> {
         self.all.inverses[self.index][position] as usize
     }
 
+    /// Whether this renaming only records identities, for [`renamed_hashes`]: a value with
+    /// renamed hashes of its own must then call [`Renaming::unsupported`].
+    pub fn is_recording(&self) -> bool {
+        self.recorder.is_some()
+    }
+
+    /// Says that the value being hashed cannot be hashed as a skeleton (see [`renamed_hashes`]).
+    pub fn unsupported(&self) {
+        if let Some(recorder) = self.recorder {
+            recorder.unsupported.set(true);
+        }
+    }
+
+    /// Hashes client index `client` renamed.
+    pub fn hash_client<H: Hasher>(&self, client: u32, state: &mut H) {
+        self.identity(client, 1, state);
+    }
+
+    /// Hashes `session` renamed (see [`Renaming::session`]).
+    pub fn hash_session<H: Hasher>(&self, session: SessionId, state: &mut H) {
+        match self.all.first_sessions.iter().position(|s| *s == session) {
+            Some(client) => self.identity(client as u32, 2, state),
+            None => {
+                state.write_u8(0);
+                session.hash(state);
+            }
+        }
+    }
+
+    /// Hashes client `client`'s identity of kind `kind`: renamed, or as a placeholder recorded
+    /// for a skeleton.
+    fn identity<H: Hasher>(&self, client: u32, kind: u8, state: &mut H) {
+        state.write_u8(kind);
+        match self.recorder {
+            Some(recorder) => recorder.clients.borrow_mut().push(client),
+            None => state.write_u32(self.client(client)),
+        }
+    }
+
     /// What `session` becomes: a client's first session becomes its new name's first session.
     pub fn session(&self, session: SessionId) -> SessionId {
         match self.all.first_sessions.iter().position(|s| *s == session) {
@@ -182,60 +238,32 @@ impl<'a> Renaming<'a> {
         }
     }
 
-    /// Hashes `text` with its identity tokens renamed, as the renamed text's bytes.
+    /// Hashes `text` with its identity tokens renamed: the text between tokens as bytes, each
+    /// token's client as a number. A renamed text has its tokens in the same places (one digit
+    /// each, up to [`MAX_SYMMETRIC_CLIENTS`] clients), so it hashes in the same pieces.
     pub fn hash_text<H: Hasher>(&self, text: &[u8], state: &mut H) {
-        let mut renamed = [0u8; 128];
-        let mut heap = Vec::new();
-        let mut len = 0;
-        let mut put = |bytes: &[u8]| {
-            if heap.is_empty() && len + bytes.len() <= renamed.len() {
-                renamed[len..len + bytes.len()].copy_from_slice(bytes);
-            } else {
-                if heap.is_empty() {
-                    heap.extend_from_slice(&renamed[..len]);
-                }
-                heap.extend_from_slice(bytes);
-            }
-            len += bytes.len();
-        };
+        state.write_usize(text.len());
         let mut rest = text;
         while let Some(mark) = rest.iter().position(|b| *b == IDENTITY_MARK as u8) {
-            put(&rest[..=mark]);
+            state.write(&rest[..=mark]);
             rest = &rest[mark + 1..];
             let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-            let index = std::str::from_utf8(&rest[..digits])
-                .ok()
-                .and_then(|d| d.parse::<u32>().ok());
-            match index {
-                Some(client) if (client as usize) < self.all.clients() => {
-                    let mut number = [0u8; 10];
-                    put(decimal(self.client(client), &mut number));
+            let client = rest[..digits].iter().try_fold(0u32, |number, digit| {
+                number.checked_mul(10)?.checked_add(u32::from(digit - b'0'))
+            });
+            match client {
+                Some(client) if digits > 0 && (client as usize) < self.all.clients() => {
+                    self.identity(client, 3, state);
                 }
-                _ => put(&rest[..digits]),
+                _ => {
+                    state.write_u8(0);
+                    state.write(&rest[..digits]);
+                }
             }
             rest = &rest[digits..];
         }
-        put(rest);
-        let bytes = if heap.is_empty() {
-            &renamed[..len]
-        } else {
-            &heap[..]
-        };
-        state.write(bytes);
+        state.write(rest);
         state.write_u8(0xff);
-    }
-}
-
-/// `value` in decimal, written into `buffer`.
-fn decimal(mut value: u32, buffer: &mut [u8; 10]) -> &[u8] {
-    let mut start = buffer.len();
-    loop {
-        start -= 1;
-        buffer[start] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            return &buffer[start..];
-        }
     }
 }
 
@@ -248,9 +276,48 @@ pub trait Symmetric {
 
 /// The renamed hash of `value`, as a number (with a fixed seed: the same in every run).
 pub fn renamed_hash<T: Symmetric + ?Sized>(value: &T, renaming: &Renaming<'_>) -> u64 {
-    let mut hasher = foldhash::quality::FixedState::with_seed(0x7379_6d6d_6574_7279).build_hasher();
+    let mut hasher = fixed_hasher();
     value.hash_renamed(renaming, &mut hasher);
     hasher.finish()
+}
+
+/// The hash of `value` under every renaming of `all`, in their order.
+///
+/// Hashing a value once per renaming costs N! passes over it. Most values are a *skeleton*
+/// with identities in places: hashed once with placeholders, recording whose identity stands
+/// in each place, a value's hash under a renaming is then the skeleton's hash and the renamed
+/// clients, in order. Two values equal up to a renaming have the same skeleton and renamed
+/// clients, so this is as faithful as hashing each renamed value. A value that holds a set
+/// with identities in it (which a renaming reorders) is hashed once per renaming instead.
+pub fn renamed_hashes<T: Symmetric + ?Sized>(value: &T, all: &Renamings) -> Box<[u64]> {
+    let recorder = Recorder::default();
+    let recording = Renaming {
+        all,
+        index: 0,
+        recorder: Some(&recorder),
+    };
+    let skeleton = renamed_hash(value, &recording);
+    if recorder.unsupported.get() {
+        return all
+            .iter()
+            .map(|renaming| renamed_hash(value, &renaming))
+            .collect();
+    }
+    let clients = recorder.clients.into_inner();
+    all.iter()
+        .map(|renaming| {
+            let mut hasher = fixed_hasher();
+            hasher.write_u64(skeleton);
+            for client in &clients {
+                hasher.write_u32(renaming.client(*client));
+            }
+            hasher.finish()
+        })
+        .collect()
+}
+
+fn fixed_hasher() -> foldhash::quality::FoldHasher<'static> {
+    foldhash::quality::FixedState::with_seed(0x7379_6d6d_6574_7279).build_hasher()
 }
 
 /// Hashes `items` in order.
@@ -276,7 +343,22 @@ where
 {
     let (mut count, mut sum, mut mixed) = (0usize, 0u64, 0u64);
     for item in items {
-        let hash = renamed_hash(&item, renaming);
+        let hash = match renaming.recorder {
+            // A skeleton can hold a set only if no identity is in it.
+            Some(_) => {
+                let own = Recorder::default();
+                let recording = Renaming {
+                    recorder: Some(&own),
+                    ..*renaming
+                };
+                let hash = renamed_hash(&item, &recording);
+                if own.unsupported.get() || !own.clients.borrow().is_empty() {
+                    renaming.unsupported();
+                }
+                hash
+            }
+            None => renamed_hash(&item, renaming),
+        };
         count += 1;
         sum = sum.wrapping_add(hash);
         mixed = mixed.wrapping_add(hash.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -345,7 +427,7 @@ impl Symmetric for [u8] {
 
 impl Symmetric for SessionId {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
-        renaming.session(*self).hash(state);
+        renaming.hash_session(*self, state);
     }
 }
 

@@ -53,6 +53,23 @@ fn check_json_reports_a_pass_and_exits_0() {
 }
 
 #[test]
+fn symmetry_reduction_is_on_by_default_and_can_be_turned_off() {
+    let report = |extra: &[&str]| {
+        let mut args = vec!["check", "master", "--json"];
+        args.extend_from_slice(extra);
+        let (code, stdout, _) = zkharness(&args);
+        assert_eq!(code, 0, "{args:?}");
+        let report: serde_json::Value =
+            serde_json::from_str(stdout.trim()).expect("one JSON object");
+        assert_eq!(report["result"], "pass");
+        (report["symmetry"].clone(), report["unique_states"].clone())
+    };
+    // Three interchangeable clients: up to 3! = 6 states are one up to renaming.
+    assert_eq!(report(&[]), (true.into(), 10_498.into()));
+    assert_eq!(report(&["--no-symmetry"]), (false.into(), 62_506.into()));
+}
+
+#[test]
 fn bad_input_names_the_problem_and_exits_64() {
     for (args, expected) in [
         (

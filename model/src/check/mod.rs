@@ -69,7 +69,7 @@ use stateright::{Expectation, Model, Property};
 use zkh_recipes::fencing::{FencedResource, Fencing};
 use zkh_recipes::machine::{Command, Input, Machine, OpId, TimerId};
 use zkh_recipes::symmetry::{
-    hash_ordered, renamed_hash, Renaming, Renamings, Symmetric, IDENTITY_MARK,
+    hash_ordered, renamed_hashes, Renaming, Renamings, Symmetric, IDENTITY_MARK,
     MAX_SYMMETRIC_CLIENTS,
 };
 use zkh_recipes::{Request, SessionEvent, SessionId, WatchedEvent, ZkError};
@@ -340,6 +340,19 @@ impl<W: Workload> Hash for State<W> {
 /// (each part's renamed hashes are cached with it, see [`Shared`]).
 impl<W: Workload> Symmetric for State<W> {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        if renaming.is_recording() {
+            return renaming.unsupported();
+        }
+        let mut hashes = self.each_renamed_hash(renaming.all());
+        let hash = hashes.nth(renaming.index()).expect("one hash per renaming");
+        state.write_u64(hash);
+    }
+}
+
+impl<W: Workload> State<W> {
+    /// This state's hash under each renaming of `all`, in their order: its parts' cached
+    /// renamed hashes, the clients in their renamed order.
+    pub fn each_renamed_hash<'a>(&'a self, all: &'a Renamings) -> impl Iterator<Item = u64> + 'a {
         let State {
             zk,
             seats,
@@ -352,18 +365,38 @@ impl<W: Workload> Symmetric for State<W> {
             renamings: _,
             least_renamed_hash: _,
         } = self;
-        zk.hash_renamed(renaming, state);
-        for position in 0..seats.len() {
-            let seat = &seats[renaming.client_at(position)];
-            seat.client.hash_renamed(renaming, state);
-            seat.queues.hash_renamed(renaming, state);
-            seat.log.hash_renamed(renaming, state);
+        let zk = zk.renamed_hashes(all);
+        let mut parts: [SeatHashes<'a>; MAX_SYMMETRIC_CLIENTS] =
+            [(&[], &[], None); MAX_SYMMETRIC_CLIENTS];
+        for (part, seat) in parts.iter_mut().zip(seats) {
+            let client = seat.client.renamed_hashes(all);
+            let queues = seat.queues.renamed_hashes(all);
+            *part = (client, queues, seat.log.renamed_hashes(all));
         }
-        abandoned.hash_renamed(renaming, state);
-        shared.hash_renamed(renaming, state);
-        (budget, last_fault_at, resource, verdicts).hash(state);
+        let clients = seats.len();
+        let abandoned = (!abandoned.is_empty()).then(|| renamed_hashes(abandoned, all));
+        let shared = shared.renamed_hashes(all);
+        let plain = crate::shared::hash_of(&(budget, last_fault_at, resource, verdicts));
+        all.iter().map(move |renaming| {
+            let k = renaming.index();
+            let mut hasher = crate::shared::fixed_hasher();
+            hasher.write_u64(zk[k]);
+            for position in 0..clients {
+                let (client, queues, log) = parts[renaming.client_at(position)];
+                hasher.write_u64(client[k]);
+                hasher.write_u64(queues[k]);
+                hasher.write_u64(log.map_or(0, |log| log[k]));
+            }
+            hasher.write_u64(abandoned.as_ref().map_or(0, |abandoned| abandoned[k]));
+            hasher.write_u64(shared.map_or(0, |shared| shared[k]));
+            hasher.write_u64(plain);
+            hasher.finish()
+        })
     }
 }
+
+/// A seat's renamed hashes: its client's, its queues', its log's (none when empty).
+type SeatHashes<'a> = (&'a [u64], &'a [u64], Option<&'a [u64]>);
 
 /// The state a symmetry-reducing search hashes in place of `state`: `state` itself, hashed as
 /// the least of its hashes under every renaming of its clients, so that states equal up to a
@@ -371,7 +404,7 @@ impl<W: Workload> Symmetric for State<W> {
 pub fn representative<W: Workload>(state: &State<W>) -> State<W> {
     let mut representative = state.clone();
     if let Some(renamings) = &state.renamings {
-        let least = renamings.iter().map(|r| renamed_hash(state, &r)).min();
+        let least = state.each_renamed_hash(renamings).min();
         representative.least_renamed_hash = least;
     }
     representative
