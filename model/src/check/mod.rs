@@ -51,6 +51,16 @@
 //! takes the role (stateright checks `eventually` on every maximal path; the state graph here is
 //! acyclic, because the history only grows).
 //!
+//! # Symmetry
+//!
+//! The clients differ only in their identities (see [`zkh_recipes::symmetry`]): the workloads
+//! name them with identity tokens, fault descriptions name clients by token too, and every
+//! part of a [`State`] hashes renamed. [`representative`] gives the depth-first search each
+//! state hashed as the least of its hashes under every renaming of its clients, so that one
+//! state of each class is explored. Exploring one is enough because renaming a reachable
+//! state gives a reachable state with the same verdicts; `tests/symmetry.rs` runs renamed paths
+//! to show it for every recipe.
+//!
 //! # Not modelled
 //!
 //! Read lag on followers (one server), reconnection to another server, container reaping, and

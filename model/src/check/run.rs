@@ -11,7 +11,8 @@
 //!    2.5 times the speed (see the README's speed table). A space with no end would take a
 //!    depth-first search down one endless branch, holding a longer path at every step, so the
 //!    search stops at [`Limits::max_depth`] and says so: the standard checks are 30 to 94 steps
-//!    deep.
+//!    deep. It explores states equal up to a renaming of the clients once
+//!    ([`Limits::symmetry`], on by default; see [`representative`](super::representative)).
 //! 3. **The shortest counterexample**, when either search found a violation: breadth first
 //!    until that property fails (after a depth-first search, whose path can be far longer;
 //!    within [`SHORTEN_STATES`], or the depth-first path is kept and marked as not the
