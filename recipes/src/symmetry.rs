@@ -211,8 +211,8 @@ impl<'a> Renaming<'a> {
 
     /// Hashes `session` renamed (see [`Renaming::session`]).
     pub fn hash_session<H: Hasher>(&self, session: SessionId, state: &mut H) {
-        match self.all.first_sessions.iter().position(|s| *s == session) {
-            Some(client) => self.identity(client as u32, 2, state),
+        match self.first_session_of(session) {
+            Some(client) => self.identity(client, 2, state),
             None => {
                 state.write_u8(0);
                 session.hash(state);
@@ -232,10 +232,16 @@ impl<'a> Renaming<'a> {
 
     /// What `session` becomes: a client's first session becomes its new name's first session.
     pub fn session(&self, session: SessionId) -> SessionId {
-        match self.all.first_sessions.iter().position(|s| *s == session) {
-            Some(client) => self.all.first_sessions[self.client(client as u32) as usize],
+        match self.first_session_of(session) {
+            Some(client) => self.all.first_sessions[self.client(client) as usize],
             None => session,
         }
+    }
+
+    /// The client whose first session `session` is, if any.
+    fn first_session_of(&self, session: SessionId) -> Option<u32> {
+        let first = &self.all.first_sessions;
+        first.iter().position(|s| *s == session).map(|c| c as u32)
     }
 
     /// Hashes `text` with its identity tokens renamed: the text between tokens as bytes, each
@@ -353,7 +359,8 @@ where
                 };
                 let hash = renamed_hash(&item, &recording);
                 if own.unsupported.get() || !own.clients.borrow().is_empty() {
-                    renaming.unsupported();
+                    // The skeleton is dropped: hashed under each renaming instead.
+                    return renaming.unsupported();
                 }
                 hash
             }
@@ -517,28 +524,35 @@ impl Symmetric for SessionEvent {
     }
 }
 
+/// Hashes an operation on `path`: its data, if it carries any, and the rest (`tail`), which
+/// holds no identity (a mode, a version, a watch flag).
+fn hash_write<H: Hasher>(
+    path: &str,
+    data: Option<&[u8]>,
+    tail: impl Hash,
+    renaming: &Renaming<'_>,
+    state: &mut H,
+) {
+    path.hash_renamed(renaming, state);
+    if let Some(data) = data {
+        data.hash_renamed(renaming, state);
+    }
+    tail.hash(state);
+}
+
 impl Symmetric for Op {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
         std::mem::discriminant(self).hash(state);
         match self {
             Op::Check { path, version } | Op::Delete { path, version } => {
-                path.hash_renamed(renaming, state);
-                version.hash(state);
+                hash_write(path, None, version, renaming, state);
             }
-            Op::Create { path, data, mode } => {
-                path.hash_renamed(renaming, state);
-                data.as_slice().hash_renamed(renaming, state);
-                mode.hash(state);
-            }
+            Op::Create { path, data, mode } => hash_write(path, Some(data), mode, renaming, state),
             Op::SetData {
                 path,
                 data,
                 version,
-            } => {
-                path.hash_renamed(renaming, state);
-                data.as_slice().hash_renamed(renaming, state);
-                version.hash(state);
-            }
+            } => hash_write(path, Some(data), version, renaming, state),
         }
     }
 }
@@ -562,29 +576,19 @@ impl Symmetric for Request {
         std::mem::discriminant(self).hash(state);
         match self {
             Request::Create { path, data, mode } => {
-                path.hash_renamed(renaming, state);
-                data.as_slice().hash_renamed(renaming, state);
-                mode.hash(state);
+                hash_write(path, Some(data), mode, renaming, state);
             }
-            Request::Delete { path, version } => {
-                path.hash_renamed(renaming, state);
-                version.hash(state);
-            }
+            Request::Delete { path, version } => hash_write(path, None, version, renaming, state),
             Request::Exists { path, watch }
             | Request::GetData { path, watch }
             | Request::GetChildren { path, watch } => {
-                path.hash_renamed(renaming, state);
-                watch.hash(state);
+                hash_write(path, None, watch, renaming, state);
             }
             Request::SetData {
                 path,
                 data,
                 version,
-            } => {
-                path.hash_renamed(renaming, state);
-                data.as_slice().hash_renamed(renaming, state);
-                version.hash(state);
-            }
+            } => hash_write(path, Some(data), version, renaming, state),
             Request::Multi(ops) => hash_ordered(ops.iter(), renaming, state),
             Request::Sync { path } => path.hash_renamed(renaming, state),
         }

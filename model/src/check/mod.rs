@@ -91,8 +91,8 @@ use crate::zookeeper::ZkModel;
 
 pub use crate::shared::{Shared, SharedLog, SharedMut};
 pub use run::{
-    check, check_observed, check_within, find_violation, symmetric, GaveUp, Limits, Observer,
-    Order, Progress, Verdict, Violation, PROBE_STATES, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
+    check, check_observed, check_within, find_violation, GaveUp, Limits, Observer, Order, Progress,
+    Verdict, Violation, PROBE_STATES, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
 };
 pub use workloads::{
     ElectionWorkload, LatchWorkload, LeaderApp, LeaderRecipe, LockWorkload, MasterWorkload,

@@ -223,7 +223,7 @@ impl Order {
 }
 
 /// Whether a depth-first search of `model` within `limits` reduces by symmetry.
-pub fn symmetric<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> bool {
+fn symmetric<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> bool {
     limits.symmetry && model.clients <= MAX_SYMMETRIC_CLIENTS
 }
 
