@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use zkh_recipes::{Request, SessionEvent};
 
-use crate::history::{Entries, HistoryEvent};
+use crate::history::{Entries, HistoryEntry, HistoryEvent};
 
 /// The class of a property.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,27 +189,20 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
     let mut waiting: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
     let mut woken: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
     for entry in history.each() {
+        if let Some(client) = stops_waiting(&entry.event, dir) {
+            waiting.remove(&client);
+            continue;
+        }
         match &entry.event {
             HistoryEvent::Invoke {
-                client, request, ..
-            } => match request {
-                Request::Exists { path, watch: true }
-                | Request::GetData { path, watch: true }
-                | Request::GetChildren { path, watch: true }
-                    if under(path) =>
-                {
-                    waiting.entry(*client).or_default().insert(path.as_str());
-                }
-                Request::Create { path, .. } | Request::Delete { path, .. } if under(path) => {
-                    waiting.remove(client);
-                }
-                _ => {}
-            },
-            HistoryEvent::Session {
                 client,
-                event: SessionEvent::Expired | SessionEvent::Closed,
-            } => {
-                waiting.remove(client);
+                request:
+                    Request::Exists { path, watch: true }
+                    | Request::GetData { path, watch: true }
+                    | Request::GetChildren { path, watch: true },
+                ..
+            } if under(path) => {
+                waiting.entry(*client).or_default().insert(path.as_str());
             }
             HistoryEvent::Watch { client, event } if under(&event.path) => {
                 let was_waiting = waiting
@@ -241,6 +234,51 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
             woken.len()
         ),
     )
+}
+
+/// The client that `event` stops waiting under `dir`, if it does (see [`herd_free`]): it
+/// created or deleted a node there, or its session ended.
+fn stops_waiting(event: &HistoryEvent, dir: &str) -> Option<u32> {
+    match event {
+        HistoryEvent::Invoke {
+            client,
+            request: Request::Create { path, .. } | Request::Delete { path, .. },
+            ..
+        } if zkh_recipes::path::is_under(path, dir) => Some(*client),
+        HistoryEvent::Session {
+            client,
+            event: SessionEvent::Expired | SessionEvent::Closed,
+        } => Some(*client),
+        _ => None,
+    }
+}
+
+/// How many of one client's oldest own entries `own` (oldest first) [`herd_free`] under `dir`
+/// can no longer use, in a history where it holds so far. `in_flight` holds the zxids of the
+/// watch events that were sent and not yet received, by any client.
+///
+/// The answer is the longest prefix that ends where the client stopped waiting (it created or
+/// deleted a node under `dir`, or its session ended) and has no watch event of a transaction
+/// in flight. Dropping that prefix changes no verdict, now or after any continuation:
+///
+/// - after it, the client waits on nothing, with or without it;
+/// - the herd check pairs wakeups by transaction. A wakeup in the prefix could only be paired
+///   with another wakeup of the same transaction. Those already received were judged (the
+///   property holds so far). Those still to come are in flight, which the prefix excludes, or
+///   belong to transactions not yet made, whose zxids are higher than any there is.
+///
+/// The model checker drops such prefixes so that states which differ only in how an earlier
+/// round went are one state (see `check`'s module docs).
+pub fn herd_free_settled(own: &[&HistoryEntry], dir: &str, in_flight: &BTreeSet<i64>) -> usize {
+    let mut settled = 0;
+    for (index, entry) in own.iter().enumerate() {
+        match &entry.event {
+            HistoryEvent::Watch { event, .. } if in_flight.contains(&event.zxid) => break,
+            event if stops_waiting(event, dir).is_some() => settled = index + 1,
+            _ => {}
+        }
+    }
+    settled
 }
 
 /// **Leader elected** (eventually): some client takes one of `roles` with a token between

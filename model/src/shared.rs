@@ -203,6 +203,22 @@ impl<T: Hash> SharedLog<T> {
     }
 }
 
+impl<T: Hash + Clone> SharedLog<T> {
+    /// Drops the oldest `count` entries: the log becomes the one its newer entries would make
+    /// alone (they are copied into new links; the states it came from keep the old ones).
+    pub fn forget_oldest(&mut self, count: usize) {
+        let kept = self
+            .len
+            .checked_sub(count)
+            .expect("forgets no more than it has");
+        let mut newer: Vec<T> = self.newest_first().take(kept).cloned().collect();
+        *self = SharedLog::default();
+        while let Some(entry) = newer.pop() {
+            self.push(entry);
+        }
+    }
+}
+
 impl<T> SharedLog<T> {
     /// How many entries.
     pub fn len(&self) -> usize {
@@ -362,6 +378,25 @@ mod tests {
         assert_eq!(entries, [&"x".to_owned(), &"y".to_owned()]);
         assert_eq!(b.len(), 2);
         assert_ne!(a, SharedLog::default());
+    }
+
+    #[test]
+    fn a_log_that_forgets_its_oldest_entries_is_the_log_of_the_rest() {
+        let mut long = SharedLog::default();
+        for entry in ["a", "b", "c", "d"] {
+            long.push(entry.to_owned());
+        }
+        let before = long.clone();
+        long.forget_oldest(2);
+        let mut rest = SharedLog::default();
+        rest.push("c".to_owned());
+        rest.push("d".to_owned());
+        assert_eq!(long, rest);
+        assert_eq!(hash_of(&long), hash_of(&rest));
+        assert_eq!(before.len(), 4, "the log it came from is unchanged");
+        long.forget_oldest(2);
+        assert_eq!(long, SharedLog::default());
+        assert_eq!(hash_of(&long), hash_of(&SharedLog::<String>::default()));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Each property on a history that satisfies it and on one that violates it.
 
+use std::collections::BTreeSet;
 use zkh_model::properties::{self, sometimes};
 use zkh_model::Request;
-use zkh_model::{History, HistoryEvent};
+
+use zkh_model::{History, HistoryEntry, HistoryEvent};
 use zkh_recipes::{EventType, SessionEvent, SessionId, WatchedEvent};
 
 fn write(h: &mut History, at: u64, client: u32, token: i64, accepted: bool, detail: &str) {
@@ -126,6 +128,80 @@ fn herd_free_counts_the_waiting_clients_one_transaction_woke() {
         finding.detail
     );
     assert!(properties::herd_free(&herd, "/elsewhere").holds);
+}
+
+/// What a client did before it stopped waiting can be forgotten, unless the transaction that
+/// woke it may still wake another client: its watch event is in flight.
+#[test]
+fn herd_free_settled_keeps_a_wakeup_another_client_may_share() {
+    let dir = "/locks/stock";
+    let entry = |event| HistoryEntry { at_us: 0, event };
+    let wait = |client| {
+        entry(HistoryEvent::Invoke {
+            client,
+            session: SessionId(client.into()),
+            xid: 1,
+            request: Request::GetData {
+                path: format!("{dir}/n-0"),
+                watch: true,
+            },
+        })
+    };
+    let woken = |client, zxid| {
+        entry(HistoryEvent::Watch {
+            client,
+            event: WatchedEvent {
+                event_type: EventType::NodeDeleted,
+                path: format!("{dir}/n-0"),
+                zxid,
+            },
+        })
+    };
+    let delete = |client: u32, path: String| {
+        entry(HistoryEvent::Invoke {
+            client,
+            session: SessionId(client.into()),
+            xid: 2,
+            request: Request::Delete { path, version: -1 },
+        })
+    };
+    let release = |client| delete(client, format!("{dir}/n-{client}"));
+    // Client 1 waited, was woken by transaction 7, and released: it waits on nothing.
+    let first = [wait(1), woken(1, 7), release(1), wait(1)];
+    let own: Vec<&HistoryEntry> = first.iter().collect();
+    let nothing_in_flight = BTreeSet::new();
+    assert_eq!(
+        properties::herd_free_settled(&own, dir, &nothing_in_flight),
+        3,
+        "everything up to the release is settled; the newest wait is not"
+    );
+    // Client 2 waits too, and transaction 7's event is still on its way to it.
+    let in_flight = BTreeSet::from([7]);
+    assert_eq!(properties::herd_free_settled(&own, dir, &in_flight), 0);
+    let herd_with = |first: &[HistoryEntry]| {
+        let mut history = History::new();
+        for e in first.iter().chain(&[wait(2), woken(2, 7)]) {
+            history.push(e.at_us, e.event.clone());
+        }
+        properties::herd_free(&history, dir).holds
+    };
+    assert!(!herd_with(&first), "transaction 7 woke clients 1 and 2");
+    assert!(
+        herd_with(&first[3..]),
+        "which forgetting client 1's wakeup would hide"
+    );
+    // A session's end settles too; an entry outside the directory does not.
+    let expired = entry(HistoryEvent::Session {
+        client: 1,
+        event: SessionEvent::Expired,
+    });
+    let elsewhere = delete(1, "/elsewhere/n".into());
+    let second = [wait(1), expired, wait(1), elsewhere];
+    let own: Vec<&HistoryEntry> = second.iter().collect();
+    assert_eq!(
+        properties::herd_free_settled(&own, dir, &nothing_in_flight),
+        2
+    );
 }
 
 #[test]

@@ -30,6 +30,7 @@ fn model<W: Workload>(workload: W, acting: Acting) -> RecipeModel<W> {
         clients: 3,
         budget: FaultBudget::parse(EVERY_FAULT).expect("a budget"),
         acting,
+        forget_settled: true,
     }
 }
 

@@ -132,6 +132,7 @@ impl Recipe {
             clients: self.clients,
             budget: self.budget,
             acting: self.acting,
+            forget_settled: true,
         }
     }
 

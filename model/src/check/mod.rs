@@ -51,6 +51,20 @@
 //! takes the role (stateright checks `eventually` on every maximal path; the state graph here is
 //! acyclic, because the history only grows).
 //!
+//! # Forgetting settled history
+//!
+//! A state's history is part of it, so two states that differ only in how an earlier round went
+//! (whether a waiter had to watch a predecessor, how a retry fell) would be two states, with the
+//! same future. Each client's own entries serve only "herd free" (which reads who waited where
+//! and which transaction woke whom), so once a client has stopped waiting and no watch event of
+//! the transactions that woke it is still in flight, what it did before can change no verdict,
+//! of this state or of any after it, and the checker drops it
+//! ([`properties::herd_free_settled`](crate::properties::herd_free_settled), asked through
+//! [`Workload::settled`]; not after a violation, which is reported on its whole history). This
+//! divides the two-client job election's states by 3. `tests/forgetting.rs` walks every recipe
+//! with and without forgetting, in step, and requires the same verdicts at every step;
+//! [`RecipeModel::forget_settled`] turns it off.
+//!
 //! # Symmetry
 //!
 //! The clients differ only in their identities (see [`zkh_recipes::symmetry`]): the workloads
@@ -210,6 +224,15 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     fn finished(&self, app: &Self::App) -> bool;
     /// The properties, each judged on the state's history (at most [`MAX_JUDGES`]).
     fn judges() -> Vec<Judge<Self>>;
+    /// How many of a client's oldest own entries (`own`, oldest first) no judge of this
+    /// workload can use any more, in a state where every `always` property holds: dropping
+    /// them changes no verdict of that state or of any state after it. `in_flight` holds the
+    /// zxids of the watch events sent and not yet received. By default none: a workload that
+    /// forgets must know what each of its judges reads.
+    fn settled(&self, own: &[&HistoryEntry], in_flight: &BTreeSet<i64>) -> usize {
+        let _ = (own, in_flight);
+        0
+    }
 }
 
 /// The most properties a workload may name.
@@ -576,6 +599,10 @@ pub struct RecipeModel<W: Workload> {
     pub budget: FaultBudget,
     /// When applications act, and what the resource accepts.
     pub acting: Acting,
+    /// Drop each client's own history entries once no judge can use them
+    /// ([`Workload::settled`]), so that states which differ only in how an earlier round went
+    /// are one state. On in every check; off keeps the whole history (to compare the two).
+    pub forget_settled: bool,
 }
 
 impl<W: Workload> RecipeModel<W> {
@@ -887,6 +914,9 @@ impl<W: Workload> Model for RecipeModel<W> {
         if next.history_len() != state.history_len() {
             next.judge();
         }
+        if self.forget_settled {
+            Self::drop_settled(&self.workload, &mut next);
+        }
         Some(next)
     }
 
@@ -923,6 +953,40 @@ impl<W: Workload> RecipeModel<W> {
         verdict::<W, 6>,
         verdict::<W, 7>,
     ];
+
+    /// Drops the own entries of each client that no judge can use any more
+    /// ([`Workload::settled`]), if every `always` property holds (a violation is reported as
+    /// found, on its whole history).
+    fn drop_settled(workload: &W, state: &mut State<W>) {
+        if state.seats.iter().all(|seat| seat.log.is_empty()) {
+            return;
+        }
+        let always = W::judges()
+            .iter()
+            .enumerate()
+            .filter(|(_, judge)| judge.expectation == Expectation::Always)
+            .fold(0, |mask, (index, _)| mask | 1 << index);
+        if state.verdicts & always != always {
+            return;
+        }
+        let in_flight: BTreeSet<i64> = state
+            .seats
+            .iter()
+            .flat_map(|seat| seat.queues.inbox.iter())
+            .filter_map(|inbound| match inbound {
+                Inbound::Watch(event) => Some(event.zxid),
+                _ => None,
+            })
+            .collect();
+        for seat in &mut state.seats {
+            let mut own = Vec::with_capacity(seat.log.len());
+            seat.log.extend_oldest_first(&mut own);
+            let settled = workload.settled(&own, &in_flight);
+            if settled > 0 {
+                seat.log.forget_oldest(settled);
+            }
+        }
+    }
 
     /// The state after `action`, its verdicts not yet updated.
     fn step(&self, state: &State<W>, action: Action) -> Option<State<W>> {

@@ -13,6 +13,7 @@
 //! Every write is an `Act`, taken only when the client is caught up (see the model's docs).
 //! Both resources accept every write: what is judged is the recipe, not fencing.
 
+use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::hash::Hash;
 
@@ -25,7 +26,7 @@ use zkh_recipes::master::{MasterMachine, MasterReport, MasterRequest};
 use zkh_recipes::symmetry::{identity, Symmetric};
 
 use super::{Judge, Recorded, State, Workload};
-use crate::history::HistoryEvent;
+use crate::history::{HistoryEntry, HistoryEvent};
 use crate::properties::{self, sometimes, Finding};
 
 /// The resource both workloads write to.
@@ -185,6 +186,14 @@ impl Workload for LockWorkload {
             }),
         ]
     }
+
+    /// Only "herd free" reads what a client did under the lock: the writes are shared
+    /// entries, and so are the roles. "Lock changed hands after a loss" also reads a client's
+    /// own session expiries, but those come after every shared entry in the order it is judged
+    /// in, so no role change follows them. "A waiter was woken", once true, stays true.
+    fn settled(&self, own: &[&HistoryEntry], in_flight: &BTreeSet<i64>) -> usize {
+        properties::herd_free_settled(own, LOCK_DIR, in_flight)
+    }
 }
 
 /// How many times a leader acts in one leadership.
@@ -310,6 +319,17 @@ impl<R: LeaderRecipe> Workload for R {
             judges.push(judge("a waiter was woken", Sometimes, waiter_woken::<R>));
         }
         judges
+    }
+
+    /// Only "herd free", where the recipe queues its waiters, reads a client's own entries:
+    /// acts and roles are shared entries, and its own session expiries come after every shared
+    /// entry in the order "leadership changed hands after a loss" is judged in. Without a queue,
+    /// none is needed.
+    fn settled(&self, own: &[&HistoryEntry], in_flight: &BTreeSet<i64>) -> usize {
+        match R::QUEUE {
+            Some(queue) => properties::herd_free_settled(own, queue, in_flight),
+            None => own.len(),
+        }
     }
 }
 
