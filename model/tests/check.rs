@@ -129,7 +129,7 @@ fn the_correct_latch_passes_three_clients_with_a_lost_reply_and_an_expiry() {
     passes(
         "latch",
         &latch(LatchVariant::Correct, "drop-reply=1,expire=1"),
-        [209_088, 1_253_614],
+        [124_997, 749_251],
     );
 }
 
@@ -252,7 +252,7 @@ fn check_then_write_makes_two_leaders_and_the_election_under_its_latch_does_not(
         correct.violation, None,
         "one leader, elected under the latch"
     );
-    assert_eq!(correct.unique_states, 12_307, "the state count drifted");
+    assert_eq!(correct.unique_states, 9_649, "the state count drifted");
 }
 
 #[test]
@@ -263,7 +263,7 @@ fn the_correct_election_passes_three_clients_with_a_lost_reply() {
         Acting::CaughtUp,
     ));
     assert_eq!(verdict.violation, None);
-    assert_eq!(verdict.unique_states, 227_741, "the state count drifted");
+    assert_eq!(verdict.unique_states, 162_354, "the state count drifted");
 }
 
 #[test]
@@ -275,7 +275,7 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         acting: Acting::CaughtUp,
         forget_settled: true,
     };
-    passes("master", &model, [6_899, 40_891]);
+    passes("master", &model, [3_471, 20_413]);
 }
 
 /// The job election with the standard budget, with two clients: three do not fit (more than
@@ -284,6 +284,29 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
 /// the stale callback deleted the new leader's instance node outside the latch, again and
 /// again (the recipes' unit test `a_retry_set_before_an_expiry_does_not_write_outside_the_latch`
 /// pins that path).
+/// The largest standard check: about 150 s and 700 MB in release, so it is left out of the
+/// default test run; `scripts/test-all` runs it in release (`cargo test --release --test check
+/// -- --ignored`). Without symmetry reduction it would be about 6 times larger, so only the
+/// reduced count is pinned.
+#[test]
+#[ignore = "about 150 s in release; scripts/test-all runs it"]
+fn the_correct_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
+    let model = election(
+        ElectionVariant::Correct,
+        "drop-reply=1,expire=1",
+        Acting::CaughtUp,
+    );
+    let verdict = check(&model);
+    assert_eq!(verdict.violation, None);
+    assert!(verdict.complete && verdict.symmetry, "{verdict:?}");
+    assert!(
+        verdict.unreached.is_empty(),
+        "a pass must not be empty: {:?}",
+        verdict.unreached
+    );
+    assert_eq!(verdict.unique_states, 36_444_963, "the state count drifted");
+}
+
 #[test]
 fn the_correct_election_passes_two_clients_with_a_lost_reply_and_an_expiry() {
     let model = RecipeModel {
@@ -294,5 +317,5 @@ fn the_correct_election_passes_two_clients_with_a_lost_reply_and_an_expiry() {
             Acting::CaughtUp,
         )
     };
-    passes("election", &model, [622_389, 1_243_101]);
+    passes("election", &model, [401_867, 802_455]);
 }

@@ -5,8 +5,8 @@
 //!   by "mutual exclusion" (no two critical sections' writes interleave) and "herd free".
 //! - **Leaders** ([`LeaderRecipe`]): Curator's latch ([`LatchWorkload`]), Elastic-Job's job
 //!   election ([`ElectionWorkload`]) and the book's `runForMaster` ([`MasterWorkload`]) under one
-//!   application: each participant starts the recipe, and a leader acts on the resource twice
-//!   while it believes it leads. Judged by "single acting master" (no act from a term older than
+//!   application: each participant starts the recipe, and a leader acts on the resource once
+//!   in each leadership it believes it holds. Judged by "single acting master" (no act from a term older than
 //!   one already seen) and "herd free" where the recipe queues its waiters (the election's
 //!   latch; not the master's node, which every backup watches by design).
 //!
@@ -196,8 +196,12 @@ impl Workload for LockWorkload {
     }
 }
 
-/// How many times a leader acts in one leadership.
-const ACTS_PER_TERM: u8 = 2;
+/// How many times a leader acts in one leadership. Once is enough: an act changes nothing but
+/// the history, so wherever a stale leader could act a second time after a newer leader acted,
+/// it could as well have kept its one act until then; "single acting master" is violated on
+/// some path with one act per term exactly when it is with more (and a second act only
+/// multiplies the states, by half again for the job election).
+const ACTS_PER_TERM: u8 = 1;
 
 /// A leader's application (latch, job election, master): the token of the leadership it
 /// believes it holds, and how many times it has acted in it.
@@ -210,7 +214,7 @@ pub struct LeaderApp {
 }
 
 /// A recipe that elects a leader, as the one leader workload drives it: start it, act on the
-/// resource twice while leading. Judged by "single acting master", "leader
+/// resource once in each leadership. Judged by "single acting master", "leader
 /// elected", and "herd free" where the recipe queues its waiters.
 pub trait LeaderRecipe: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'static {
     /// The recipe's machine.
