@@ -278,16 +278,11 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
     passes("master", &model, [3_471, 20_413]);
 }
 
-/// The job election with the standard budget, with two clients: three do not fit (more than
-/// 100 million states up to renaming, at depth 130). Before the election dropped a callback whose session ended,
-/// this space had no end: a retry timer set before an expiry fired in the next session, and
-/// the stale callback deleted the new leader's instance node outside the latch, again and
-/// again (the recipes' unit test `a_retry_set_before_an_expiry_does_not_write_outside_the_latch`
-/// pins that path).
-/// The largest standard check: about 150 s and 700 MB in release, so it is left out of the
-/// default test run; `scripts/test-all` runs it in release (`cargo test --release --test check
-/// -- --ignored`). Without symmetry reduction it would be about 6 times larger, so only the
-/// reduced count is pinned.
+/// The job election with the standard budget, with three clients, the largest standard check:
+/// about 150 s and 700 MB in release, so it is left out of the default test run;
+/// `scripts/test-all` runs it in release (`cargo test --release --test check -- --ignored`).
+/// Without symmetry reduction it would be about 6 times larger, so only the reduced count is
+/// pinned.
 #[test]
 #[ignore = "about 150 s in release; scripts/test-all runs it"]
 fn the_correct_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
@@ -307,6 +302,11 @@ fn the_correct_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
     assert_eq!(verdict.unique_states, 36_444_963, "the state count drifted");
 }
 
+/// The job election with the standard budget, with two clients, checked both ways. Before the
+/// election dropped a callback whose session ended, this space had no end: a retry timer set
+/// before an expiry fired in the next session, and the stale callback deleted the new leader's
+/// instance node outside the latch, again and again (the recipes' unit test
+/// `a_retry_set_before_an_expiry_does_not_write_outside_the_latch` pins that path).
 #[test]
 fn the_correct_election_passes_two_clients_with_a_lost_reply_and_an_expiry() {
     let model = RecipeModel {

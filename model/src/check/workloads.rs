@@ -6,9 +6,9 @@
 //! - **Leaders** ([`LeaderRecipe`]): Curator's latch ([`LatchWorkload`]), Elastic-Job's job
 //!   election ([`ElectionWorkload`]) and the book's `runForMaster` ([`MasterWorkload`]) under one
 //!   application: each participant starts the recipe, and a leader acts on the resource once
-//!   in each leadership it believes it holds. Judged by "single acting master" (no act from a term older than
-//!   one already seen) and "herd free" where the recipe queues its waiters (the election's
-//!   latch; not the master's node, which every backup watches by design).
+//!   in each leadership it believes it holds. Judged by "single acting master" (no act from a
+//!   term older than one already seen) and "herd free" where the recipe queues its waiters (the
+//!   election's latch; not the master's node, which every backup watches by design).
 //!
 //! Every write is an `Act`, taken only when the client is caught up (see the model's docs).
 //! Both resources accept every write: what is judged is the recipe, not fencing.
