@@ -20,11 +20,11 @@
 //! 1 MiB data limit, and times (`ctime` and `mtime` are 0: the model has no clock).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use std::hash::{Hash, Hasher};
 use zkh_recipes::path::{name_of, parent_of};
-use zkh_recipes::symmetry::{hash_unordered, Renaming, Symmetric};
+use zkh_recipes::symmetry::{hash_set_of_hashes, renamed_hashes, Renaming, Renamings, Symmetric};
 use zkh_recipes::{SessionId, Stat};
 
 /// One node.
@@ -96,7 +96,57 @@ pub const SYSTEM_PATHS: [&str; 3] = ["/zookeeper", "/zookeeper/quota", "/zookeep
 /// changes it, and a copy then shares every path and every node it does not change.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DataTree {
-    nodes: BTreeMap<Arc<str>, Arc<Node>>,
+    nodes: BTreeMap<Arc<str>, Arc<Held>>,
+}
+
+/// A node in the tree, with the renamed hashes of it and its path (see
+/// [`zkh_recipes::symmetry`]) once a symmetry-reducing search asks for them. A step changes one
+/// or two nodes, so a tree's renamed hashes are then sums of cached numbers, and only the
+/// changed nodes are hashed again.
+#[derive(Debug)]
+struct Held {
+    node: Node,
+    renamed: OnceLock<Box<[u64]>>,
+}
+
+impl Held {
+    fn new(node: Node) -> Arc<Held> {
+        Arc::new(Held {
+            node,
+            renamed: OnceLock::new(),
+        })
+    }
+
+    /// The hashes of `path` with this node under each renaming of `all`: a node is held under
+    /// one path only, so the cache is the pair's.
+    fn renamed_hashes(&self, path: &Arc<str>, all: &Renamings) -> &[u64] {
+        self.renamed
+            .get_or_init(|| renamed_hashes(&(path, &self.node), all))
+    }
+}
+
+impl Clone for Held {
+    /// A copy is made to be changed: its renamed hashes are not copied.
+    fn clone(&self) -> Self {
+        Held {
+            node: self.node.clone(),
+            renamed: OnceLock::new(),
+        }
+    }
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Self) -> bool {
+        self.node == other.node
+    }
+}
+
+impl Eq for Held {}
+
+impl Hash for Held {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.node.hash(state);
+    }
 }
 
 impl Default for DataTree {
@@ -104,7 +154,7 @@ impl Default for DataTree {
         let mut root = Node::new(Vec::new(), 0, None, false);
         root.cversion = -1;
         let mut tree = DataTree {
-            nodes: BTreeMap::from([(Arc::from("/"), Arc::new(root))]),
+            nodes: BTreeMap::from([(Arc::from("/"), Held::new(root))]),
         };
         for path in SYSTEM_PATHS {
             tree.insert_system_node(path);
@@ -120,22 +170,24 @@ impl DataTree {
             .expect("system node parents are created first");
         parent.children.insert(name_of(path).to_owned());
         let node = Node::new(Vec::new(), 0, None, false);
-        self.nodes.insert(Arc::from(path), Arc::new(node));
+        self.nodes.insert(Arc::from(path), Held::new(node));
     }
 
     /// The node at `path`.
     pub fn get(&self, path: &str) -> Option<&Node> {
-        self.nodes.get(path).map(|node| &**node)
+        self.nodes.get(path).map(|held| &held.node)
     }
 
     /// The node at `path`, to change (copied first if another tree shares it).
     fn node_mut(&mut self, path: &str) -> Option<&mut Node> {
-        self.nodes.get_mut(path).map(Arc::make_mut)
+        self.nodes
+            .get_mut(path)
+            .map(|held| &mut Arc::make_mut(held).node)
     }
 
     /// Every node, by path.
     pub fn nodes(&self) -> impl Iterator<Item = (&str, &Node)> {
-        self.nodes.iter().map(|(path, node)| (&**path, &**node))
+        self.nodes.iter().map(|(path, held)| (&**path, &held.node))
     }
 
     /// Creates the node `path` (its parent must exist) and updates the parent.
@@ -161,7 +213,7 @@ impl DataTree {
         parent.pzxid = zxid;
         parent.creations += 1;
         let node = Node::new(data, zxid, owner, container);
-        self.nodes.insert(Arc::from(path), Arc::new(node));
+        self.nodes.insert(Arc::from(path), Held::new(node));
     }
 
     /// Deletes the childless node `path` and updates the parent; returns the removed node.
@@ -173,7 +225,7 @@ impl DataTree {
             .nodes
             .remove(path)
             .expect("delete: node checked to exist");
-        let node = Arc::unwrap_or_clone(node);
+        let node = Arc::unwrap_or_clone(node).node;
         assert!(
             node.children.is_empty(),
             "delete: {path} checked to have no children"
@@ -203,10 +255,9 @@ impl DataTree {
 
     /// Containers that have had children and have none now: the ones the server reaps.
     pub fn empty_containers(&self) -> Vec<String> {
-        self.nodes
-            .iter()
+        self.nodes()
             .filter(|(_, node)| node.container && node.cversion > 0 && node.children.is_empty())
-            .map(|(path, _)| path.to_string())
+            .map(|(path, _)| path.to_owned())
             .collect()
     }
 }
@@ -233,10 +284,19 @@ impl Symmetric for Node {
     }
 }
 
-/// The nodes as a set: a renaming reorders paths.
+/// The nodes as a set (a renaming reorders paths), from each node's cached renamed hashes.
 impl Symmetric for DataTree {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
-        let nodes = self.nodes.iter().map(|(path, node)| (path, &**node));
-        hash_unordered(nodes, renaming, state);
+        if renaming.is_recording() {
+            // Identities are in the paths: hashed under each renaming instead of as a skeleton
+            // (cheap: a sum of each node's cached hashes).
+            return renaming.unsupported();
+        }
+        let k = renaming.index();
+        let hashes = self
+            .nodes
+            .iter()
+            .map(|(path, held)| held.renamed_hashes(path, renaming.all())[k]);
+        hash_set_of_hashes(hashes, state);
     }
 }

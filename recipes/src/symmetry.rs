@@ -347,7 +347,7 @@ where
     T: Symmetric,
     H: Hasher,
 {
-    let (mut count, mut sum, mut mixed) = (0usize, 0u64, 0u64);
+    let mut set = SetHash::default();
     for item in items {
         let hash = match renaming.recorder {
             // A skeleton can hold a set only if no identity is in it.
@@ -366,13 +366,41 @@ where
             }
             None => renamed_hash(&item, renaming),
         };
-        count += 1;
-        sum = sum.wrapping_add(hash);
-        mixed = mixed.wrapping_add(hash.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        set.add(hash);
     }
-    state.write_usize(count);
-    state.write_u64(sum);
-    state.write_u64(mixed);
+    set.write(state);
+}
+
+/// Hashes a set given its items' hashes, in any order, as [`hash_unordered`] does: for a set
+/// whose items cache their own renamed hashes.
+pub fn hash_set_of_hashes<H: Hasher>(hashes: impl Iterator<Item = u64>, state: &mut H) {
+    let mut set = SetHash::default();
+    hashes.for_each(|hash| set.add(hash));
+    set.write(state);
+}
+
+/// An order-free combination of items' hashes: their count, their sum, and the sum of each
+/// mixed (so that two pairs of hashes with one sum still differ).
+#[derive(Default)]
+struct SetHash {
+    count: usize,
+    sum: u64,
+    mixed: u64,
+}
+
+impl SetHash {
+    fn add(&mut self, hash: u64) {
+        self.count += 1;
+        self.sum = self.sum.wrapping_add(hash);
+        let mixed = hash.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.mixed = self.mixed.wrapping_add(mixed);
+    }
+
+    fn write<H: Hasher>(&self, state: &mut H) {
+        state.write_usize(self.count);
+        state.write_u64(self.sum);
+        state.write_u64(self.mixed);
+    }
 }
 
 /// Sorted by key, which a renaming may reorder: hashed as a set of entries.
