@@ -124,6 +124,15 @@ impl Reply {
         }
     }
 
+    /// The reply as a machine gets it (see [`zkh_recipes::request::execute`]): a `Multi` that
+    /// failed fails with the error of the operation that decided it.
+    pub fn into_machine_result(self) -> Result<Response, ZkError> {
+        match self {
+            Reply::MultiFailed { error, .. } => Err(error),
+            other => other.into_response(),
+        }
+    }
+
     /// The reply to a `Multi`.
     pub fn into_multi(self) -> Result<Vec<OpResult>, MultiError> {
         match self {

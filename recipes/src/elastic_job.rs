@@ -53,7 +53,7 @@ use crate::election::{ElectionMachine, ElectionReport, ElectionRequest, Election
 use crate::error::ZkError;
 use crate::event::{EventType, SessionEvent};
 use crate::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
-use crate::machine::{Command, Ids, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
+use crate::machine::{Command, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
 use crate::ops::Op;
 use crate::request::{Request, Response};
 use crate::sharding::{average_allocation, Claim, JobPaths};
@@ -185,6 +185,14 @@ const LISTENER: usize = 0;
 const CYCLE: usize = 1;
 
 /// Ids at or above this are the job's own operations and timers.
+///
+/// A lane has at most one operation in flight and one timer pending, and in one session its
+/// replies come in order, so each lane's operation and timer have a fixed id per session:
+/// `JOB_IDS + 4 * epoch + 2 * lane` (+ 1 for the timer), where the epoch counts the sessions
+/// this instance has lost. A reply or timer of a lost session then matches nothing. Fixed ids
+/// also mean that a poll which finds nothing new (`leader/sharding/necessary` is still raised)
+/// returns the machine to the state it polled from, so a model checker sees a loop, not an
+/// ever-growing counter.
 const JOB_IDS: u64 = 1 << 62;
 /// Ids in `[CLAIM_IDS, JOB_IDS)` belong to the failover lock of round `(id - CLAIM_IDS) >> 40`.
 const CLAIM_IDS: u64 = 1 << 61;
@@ -198,7 +206,8 @@ pub struct JobMachine {
     instance: String,
     uuid: String,
     items: u32,
-    ids: Ids,
+    /// Sessions lost so far: the epoch of the lanes' ids.
+    epoch: u64,
     election: ElectionMachine,
     leader: bool,
     session: Option<SessionId>,
@@ -234,7 +243,7 @@ impl JobMachine {
             instance: instance.to_owned(),
             uuid: uuid.to_owned(),
             items,
-            ids: Ids::default(),
+            epoch: 0,
             election: ElectionMachine::new(ElectionVariant::Correct, job, instance, uuid),
             leader: false,
             session: None,
@@ -355,7 +364,7 @@ impl JobMachine {
                 };
                 match self.request(&task) {
                     Some(request) => {
-                        let id = JOB_IDS + self.ids.fresh();
+                        let id = self.lane_id(lane);
                         self.lanes[lane].step = Some((id, task));
                         out.push(Command::Op { id, request });
                     }
@@ -380,10 +389,15 @@ impl JobMachine {
         }
     }
 
+    /// The id of `lane`'s operation in this session (its timer's is one more; see [`JOB_IDS`]).
+    fn lane_id(&self, lane: usize) -> u64 {
+        JOB_IDS + 4 * self.epoch + 2 * lane as u64
+    }
+
     /// Puts `task` back at the front, to run again after a pause.
     fn wait_and_retry(&mut self, task: Task, out: &mut Vec<Command<JobReport>>) {
         self.lanes[self.lane].queue.push_front(task);
-        let id = JOB_IDS + self.ids.fresh();
+        let id = self.lane_id(self.lane) + 1;
         self.lanes[self.lane].waiting = Some(id);
         out.push(Command::Timer {
             id,
@@ -776,6 +790,7 @@ impl JobMachine {
             SessionEvent::Disconnected => {}
             SessionEvent::Expired | SessionEvent::Closed => {
                 self.session = None;
+                self.epoch += 1;
                 self.lanes = [Lane::default(), Lane::default()];
                 self.in_cycle = false;
                 self.misfired = false;
@@ -783,6 +798,23 @@ impl JobMachine {
                 self.started &= event == SessionEvent::Expired;
             }
         }
+    }
+}
+
+/// A job instance is not symmetric: the average allocation orders instances by id, so two
+/// instances renamed own each other's items only if the items are renamed too. A model checker
+/// checks the job without symmetry reduction; only the identity may hash it.
+impl crate::symmetry::Symmetric for JobMachine {
+    fn hash_renamed<H: std::hash::Hasher>(
+        &self,
+        renaming: &crate::symmetry::Renaming<'_>,
+        state: &mut H,
+    ) {
+        assert!(
+            renaming.index() == 0 && !renaming.is_recording(),
+            "a job instance cannot be renamed: check the job without symmetry reduction"
+        );
+        std::hash::Hash::hash(self, state);
     }
 }
 
@@ -968,6 +1000,61 @@ mod tests {
         out.clear();
         machine.handle(Input::Timer(timer), &mut out);
         assert_eq!(job_op(&out).1, request, "the same create again");
+    }
+
+    #[test]
+    fn a_retry_returns_the_instance_to_the_state_it_retried_from() {
+        // Fixed ids per lane and session: a retry (or a poll that finds nothing new) is a loop
+        // in a model checker's state graph, not a new state.
+        let (mut machine, out) = started();
+        let before = machine.clone();
+        let (id, request) = job_op(&out);
+        let mut out = Vec::new();
+        let lost = Err(ZkError::ConnectionLoss);
+        machine.handle(Input::Reply { id, result: lost }, &mut out);
+        let timer = out.iter().find_map(|command| match command {
+            Command::Timer { id, .. } if *id >= JOB_IDS => Some(*id),
+            _ => None,
+        });
+        out.clear();
+        machine.handle(Input::Timer(timer.expect("a retry timer")), &mut out);
+        assert_eq!(
+            job_op(&out),
+            (id, request),
+            "the same operation, the same id"
+        );
+        assert_eq!(machine, before, "back where it started");
+    }
+
+    #[test]
+    fn a_reply_from_a_lost_session_matches_nothing_in_the_next() {
+        let (mut machine, out) = started();
+        let (old_id, _) = job_op(&out);
+        let mut out = Vec::new();
+        machine.handle(Input::Session(SessionEvent::Expired), &mut out);
+        let session_id = SessionId(8);
+        machine.handle(
+            Input::Session(SessionEvent::Connected { session_id }),
+            &mut out,
+        );
+        let (new_id, request) = job_op(&out);
+        assert_ne!(new_id, old_id, "a new session, new ids");
+        let registering = machine.clone();
+        out.clear();
+        let stale = Err(ZkError::SessionExpired);
+        machine.handle(
+            Input::Reply {
+                id: old_id,
+                result: stale,
+            },
+            &mut out,
+        );
+        assert!(
+            out.is_empty(),
+            "the old session's reply is dropped: {out:?}"
+        );
+        assert_eq!(machine, registering, "and changes nothing");
+        assert!(matches!(request, Request::Create { .. }));
     }
 
     #[test]

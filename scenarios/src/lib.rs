@@ -25,9 +25,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use zkh_model::check::{
-    Acting, Action, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload, MasterWorkload,
-    RecipeModel, Workload,
+    Acting, Action, ElectionWorkload, FaultBudget, JobWorkload, LatchWorkload, LockWorkload,
+    MasterWorkload, RecipeModel, Workload,
 };
+use zkh_recipes::elastic_job::JobVariant;
 use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::fencing::Fencing;
 use zkh_recipes::latch::LatchVariant;
@@ -38,7 +39,7 @@ use zkh_sim::fault::{Fault, FaultPlan, OpKind, ScriptedFault, ServerRef, Trigger
 /// A recipe, its variant and the shape of a check, as a command names them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recipe {
-    /// `lock`, `latch` or `election`.
+    /// `lock`, `latch`, `election`, `master` or `job`.
     pub name: String,
     /// The variant's name.
     pub variant: String,
@@ -65,6 +66,8 @@ pub enum RecipeKind {
     Election(ElectionVariant),
     /// The book's master election (no known-bad variant).
     Master,
+    /// Elastic-Job's sharded job: sharding, claims and failover.
+    Job(JobVariant),
 }
 
 fn variant<T: for<'de> Deserialize<'de>>(
@@ -101,17 +104,14 @@ impl Recipe {
                     "master has no variant {variant_name:?} (known: correct)"
                 ))
             }
-            "job" => {
-                return Err(
-                    "the model checker does not model the job recipe (sharding and failover) \
-                     yet (modelled: lock, latch, election, master); the simulator runs it: see \
-                     README"
-                        .to_owned(),
-                )
-            }
+            "job" => RecipeKind::Job(variant(
+                name,
+                variant_name,
+                "correct, one-item-per-idle, no-cycle-claim",
+            )?),
             other => {
                 return Err(format!(
-                    "unknown recipe {other:?} (known: lock, latch, election, master)"
+                    "unknown recipe {other:?} (known: lock, latch, election, master, job)"
                 ))
             }
         };
@@ -168,12 +168,20 @@ impl Recipe {
         }
     }
 
+    /// The sharded job model, if this is the job.
+    pub fn job_model(&self) -> Option<RecipeModel<JobWorkload>> {
+        match self.kind {
+            RecipeKind::Job(variant) => Some(self.model(JobWorkload { variant })),
+            _ => None,
+        }
+    }
+
     /// The recipe's directory.
     pub fn dir(&self) -> &'static str {
         match self.kind {
             RecipeKind::Lock(_) => zkh_model::check::LOCK_DIR,
             RecipeKind::Latch(_) => zkh_model::check::LATCH_DIR,
-            RecipeKind::Election(_) => zkh_model::check::JOB_DIR,
+            RecipeKind::Election(_) | RecipeKind::Job(_) => zkh_model::check::JOB_DIR,
             RecipeKind::Master => "/app",
         }
     }
@@ -218,6 +226,10 @@ macro_rules! any_model {
             }
             $crate::RecipeKind::Master => {
                 let $model = (&$recipe).master_model().expect("the master election");
+                $body
+            }
+            $crate::RecipeKind::Job(_) => {
+                let $model = (&$recipe).job_model().expect("the sharded job");
                 $body
             }
         }

@@ -52,10 +52,12 @@ enum Command {
 
 #[derive(Args)]
 struct ModelArgs {
-    /// The recipe: `lock`, `latch`, `election` or `master`.
+    /// The recipe: `lock`, `latch`, `election`, `master` or `job` (the sharded job, checked with
+    /// `--clients 2`; see README).
     recipe: String,
     /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`;
-    /// latch: `trust-predecessor`, `no-owner-check`; election: `check-then-write`).
+    /// latch: `trust-predecessor`, `no-owner-check`; election: `check-then-write`; job:
+    /// `one-item-per-idle`, `no-cycle-claim`).
     #[arg(long, default_value = "correct")]
     variant: String,
     /// Client processes.
@@ -86,8 +88,8 @@ struct CheckArgs {
     #[arg(long, default_value_t = 100_000_000)]
     max_states: usize,
     /// Give up on paths longer than this many steps (a recipe that can loop for ever has paths
-    /// of every length; the standard checks are 30 to 124 steps deep). Exit code 2 when it
-    /// gives up.
+    /// of every length; the standard checks are 30 to 124 steps deep, the sharded job's with
+    /// two instances and one fault up to about 250). Exit code 2 when it gives up.
     #[arg(long, default_value_t = Limits::DEFAULT_MAX_DEPTH)]
     max_depth: usize,
     /// Explore states that differ only in which client is which separately (by default the

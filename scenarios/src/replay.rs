@@ -42,6 +42,11 @@ pub fn replay(scenario: &Scenario, seed: u64) -> Result<WorkloadOutcome, String>
                 workload::leader_job(s, recipe, config, plan)
             }))
         }
+        "job" => Err(
+            "the simulator does not replay the sharded job's counterexamples yet: run the job's \
+             scenarios with scripts/sweep or the sim tests (see README)"
+                .to_owned(),
+        ),
         other => Err(format!("the scenario names an unknown recipe {other:?}")),
     }
 }

@@ -48,8 +48,12 @@
 //!
 //! Each workload names its `always` properties, each paired with `sometimes` checks so that a
 //! pass cannot be empty, and "leader elected" as `eventually`: after the last fault someone
-//! takes the role (stateright checks `eventually` on every maximal path; the state graph here is
-//! acyclic, because the history only grows).
+//! takes the role (stateright checks `eventually` on every maximal path). The state graph of
+//! the lock, the latch and the elections is acyclic: every step grows a history, an id counter
+//! or the server's zxid. The sharded job's is not: a poll that finds nothing new returns the
+//! instance to the state it polled from (see [`JobWorkload`]). A search stops at a state it has
+//! seen, which is sound for `always` and `sometimes`; for `eventually` it means a path that
+//! polls for ever is not reported, only a maximal path that ends without the property.
 //!
 //! # Forgetting settled history
 //!
@@ -80,6 +84,7 @@
 //! Read lag on followers (one server), reconnection to another server, container reaping, and
 //! time itself (timeouts are timers that may fire at any point).
 
+mod job;
 mod run;
 mod workloads;
 
@@ -104,6 +109,7 @@ use crate::request::Notification;
 use crate::zookeeper::ZkModel;
 
 pub use crate::shared::{Shared, SharedLog, SharedMut};
+pub use job::{JobApp, JobWorkload, JOB_CYCLES, JOB_ITEMS};
 pub use run::{
     check, check_observed, check_within, find_violation, GaveUp, Limits, Observer, Order, Progress,
     Verdict, Violation, PROBE_STATES, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
@@ -198,8 +204,19 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     /// A client's application state.
     type App: Clone + Debug + PartialEq + Eq + Hash + Symmetric + Send + Sync;
 
+    /// Whether clients are interchangeable: renaming them maps a reachable state to a
+    /// reachable state with the same verdicts, so a search may explore one state of each class
+    /// (see the module docs). Not so for the sharded job, whose allocation orders instances by
+    /// their ids.
+    const SYMMETRIC: bool = true;
+
     /// The recipe's directory (where waiters queue).
     fn dir(&self) -> &str;
+    /// The nodes that exist from the start, parents first: by default the recipe's directory
+    /// and its ancestors.
+    fn directories(&self) -> Vec<String> {
+        zkh_recipes::path::ancestors(self.dir())
+    }
     /// Client `index`'s machine and application, and the requests it starts with.
     fn client(&self, index: usize) -> (Self::Machine, Self::App, Vec<Self::Request>);
     /// The application's reaction to a report: history events, and requests to the machine.
@@ -752,7 +769,7 @@ impl<W: Workload> RecipeModel<W> {
         let reply = if lose_reply {
             Err(ZkError::ConnectionLoss)
         } else {
-            applied.reply.into_response()
+            applied.reply.into_machine_result()
         };
         state
             .queues_mut(c)
@@ -782,10 +799,10 @@ impl<W: Workload> Model for RecipeModel<W> {
             renamings: None,
             least_renamed_hash: None,
         };
-        // The recipe's directory exists, as in a deployment: the race to create it is not what
-        // is checked (the simulator and the unit tests cover it).
+        // The recipe's directories exist, as in a deployment: the race to create them is not
+        // what is checked (the simulator and the unit tests cover it).
         let setup = state.zk_mut().open_session();
-        for path in zkh_recipes::path::ancestors(self.workload.dir()) {
+        for path in self.workload.directories() {
             let dir = Request::Create {
                 path,
                 data: Vec::new(),
@@ -820,7 +837,7 @@ impl<W: Workload> Model for RecipeModel<W> {
             });
             starts.push(requests);
         }
-        if self.clients <= MAX_SYMMETRIC_CLIENTS {
+        if W::SYMMETRIC && self.clients <= MAX_SYMMETRIC_CLIENTS {
             let first_sessions = state.seats.iter().map(|seat| seat.client.session);
             state.renamings = Some(Arc::new(Renamings::new(first_sessions.collect())));
         }
@@ -844,8 +861,10 @@ impl<W: Workload> Model for RecipeModel<W> {
         // the server's; only its own timers compete with it. Exploring that client's inbox and
         // timers alone, before anything else, loses no behaviour the properties can tell apart
         // (they read each client's own order, and the order of side effects, which only `Act`
-        // writes). This is the ample-set reduction; the state graph has no cycles, since every
-        // step grows a history, an id counter or the server's zxid. It is not applied when the
+        // writes). This is the ample-set reduction. It cannot ignore the other clients along a
+        // cycle (the job's polls are the only cycles): no step but the server's refills an inbox,
+        // so every cycle passes through a state where no client has news, which is fully
+        // expanded. It is not applied when the
         // client could act on the resource before processing its news (acting other than
         // caught-up): that stale act must be able to come after other clients' acts.
         let first_with_news = state

@@ -224,7 +224,7 @@ impl Order {
 
 /// Whether a depth-first search of `model` within `limits` reduces by symmetry.
 fn symmetric<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> bool {
-    limits.symmetry && model.clients <= MAX_SYMMETRIC_CLIENTS
+    W::SYMMETRIC && limits.symmetry && model.clients <= MAX_SYMMETRIC_CLIENTS
 }
 
 fn builder<W: Workload>(model: &RecipeModel<W>) -> CheckerBuilder<RecipeModel<W>> {

@@ -32,7 +32,7 @@ use crate::properties::{self, sometimes, Finding};
 /// The resource both workloads write to.
 pub const RESOURCE: &str = "resource";
 
-fn role(client: u32, role: &str, token: Option<i64>) -> HistoryEvent {
+pub(super) fn role(client: u32, role: &str, token: Option<i64>) -> HistoryEvent {
     HistoryEvent::Role {
         client,
         role: role.into(),
@@ -51,11 +51,15 @@ fn write(client: u32, token: i64, detail: &str) -> HistoryEvent {
 }
 
 /// "Leader elected": after the last fault, someone holds `role` (or already did).
-fn elected<W: Workload>(history: &Recorded<'_>, state: &State<W>, role: &str) -> Finding {
+pub(super) fn elected<W: Workload>(
+    history: &Recorded<'_>,
+    state: &State<W>,
+    role: &str,
+) -> Finding {
     properties::leader_elected(history, &[role], state.last_fault_at, u64::MAX / 4)
 }
 
-fn judge<W: Workload>(
+pub(super) fn judge<W: Workload>(
     name: &'static str,
     expectation: Expectation,
     finding: fn(&Recorded<'_>, &State<W>) -> Finding,
