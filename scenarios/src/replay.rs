@@ -2,10 +2,13 @@
 
 use std::ops::Range;
 
+use zkh_model::check::{JOB_DIR, JOB_ITEMS};
+use zkh_recipes::elastic_job::JobVariant;
 use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
 use zkh_sim::run::run_seed;
+use zkh_sim::sharded::{sharded_job, ShardedConfig};
 use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
 
 use crate::Scenario;
@@ -42,11 +45,28 @@ pub fn replay(scenario: &Scenario, seed: u64) -> Result<WorkloadOutcome, String>
                 workload::leader_job(s, recipe, config, plan)
             }))
         }
-        "job" => Err(
-            "the simulator does not replay the sharded job's counterexamples yet: run the job's \
-             scenarios with scripts/sweep or the sim tests (see README)"
-                .to_owned(),
-        ),
+        "job" => {
+            let variant: JobVariant = parse(&scenario.variant)?;
+            let config = ShardedConfig {
+                clients: scenario.clients,
+                items: JOB_ITEMS,
+                // Cycle 1 runs at 2 s, before the first scripted fault (3 s) and the next
+                // cycle (4 s): a fault lands in the cycle the model's counterexample is about.
+                cycle_interval_ms: 2_000,
+                ..ShardedConfig::default()
+            };
+            let mut plan = plan;
+            // The simulator's job lives at its own root.
+            for triggered in &mut plan.triggered {
+                let prefix = &mut triggered.when.path_prefix;
+                if let Some(rest) = prefix.strip_prefix(JOB_DIR) {
+                    *prefix = format!("{}{rest}", zkh_sim::sharded::JOB);
+                }
+            }
+            Ok(run_seed(seed, 600, move |s| {
+                sharded_job(s, variant, config, plan)
+            }))
+        }
         other => Err(format!("the scenario names an unknown recipe {other:?}")),
     }
 }

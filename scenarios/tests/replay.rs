@@ -1,9 +1,10 @@
-//! One bug, both engines: the model checker's counterexample of `no-owner-check` (CURATOR-696),
-//! exported as a scenario and replayed on the simulated ensemble, shows the same violation; the
-//! correct latch under the same scenario does not.
+//! One bug, both engines: the model checker's counterexamples of `no-owner-check` (CURATOR-696)
+//! and of the sharded job's `no-cycle-claim`, exported as scenarios and replayed on the
+//! simulated ensemble, show the same violations; the correct recipes under the same scenarios
+//! do not.
 #![cfg(madsim)]
 
-use zkh_model::check::{find_violation, Acting, FaultBudget};
+use zkh_model::check::{check, find_violation, Acting, FaultBudget};
 use zkh_scenarios::replay::reproducing_seeds;
 use zkh_scenarios::{export, Recipe, Scenario};
 
@@ -28,9 +29,19 @@ fn the_no_owner_check_counterexample_replays_in_the_simulator() {
 
     // Which client leads in the simulator depends on the seed: the fault aimed at the model's
     // leader lands on the simulator's leader for some seeds.
+    reproduced_by_the_variant_only(scenario);
+}
+
+/// Replays `scenario` with seeds 0 to 5: some seed violates the property the model named, and
+/// no seed does with the correct variant under the same faults.
+fn reproduced_by_the_variant_only(scenario: Scenario) {
     let seeds = reproducing_seeds(&scenario, 0..6).expect("a replayable scenario");
-    println!("no-owner-check: reproduced in the simulator with seeds {seeds:?} of 0..6");
-    assert!(!seeds.is_empty(), "the simulator reproduces the violation");
+    let name = format!("{} {}", scenario.recipe, scenario.variant);
+    println!("{name}: reproduced in the simulator with seeds {seeds:?} of 0..6");
+    assert!(
+        !seeds.is_empty(),
+        "{name}: the simulator reproduces the violation"
+    );
 
     let correct = Scenario {
         variant: "correct".into(),
@@ -39,6 +50,30 @@ fn the_no_owner_check_counterexample_replays_in_the_simulator() {
     let seeds = reproducing_seeds(&correct, 0..6).expect("a replayable scenario");
     assert!(
         seeds.is_empty(),
-        "the correct latch holds under the same faults: {seeds:?}"
+        "the correct {} holds under the same faults: {seeds:?}",
+        correct.recipe
     );
+}
+
+/// The sharded job's no-cycle-claim counterexample (an instance runs its item, its session
+/// expires, the survivor runs the item again in the same cycle), replayed: the simulator runs
+/// an item twice too, and the correct job under the same faults does not.
+#[test]
+fn the_no_cycle_claim_counterexample_replays_in_the_simulator() {
+    let budget = FaultBudget::parse("expire=1").expect("a budget");
+    let recipe =
+        Recipe::new("job", "no-cycle-claim", 2, budget, Acting::CaughtUp).expect("a recipe");
+    let model = recipe.job_model().expect("the job");
+    let violation = check(&model)
+        .violation
+        .expect("the model checker runs an item twice");
+    assert_eq!(violation.property, "no shard executed twice");
+    let scenario = export(&recipe, violation.property, &violation.path);
+    assert_eq!(
+        scenario.faults.scripted.len(),
+        1,
+        "one expiry: {:?}",
+        scenario.faults
+    );
+    reproduced_by_the_variant_only(scenario);
 }
