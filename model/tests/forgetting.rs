@@ -10,10 +10,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use stateright::Model;
 use zkh_model::check::{
-    Acting, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload, MasterWorkload,
-    RecipeModel, State, Workload,
+    Acting, ElectionWorkload, FaultBudget, JobWorkload, LatchWorkload, LockWorkload,
+    MasterWorkload, RecipeModel, State, Workload,
 };
 use zkh_model::properties::Class;
+use zkh_recipes::elastic_job::JobVariant;
 use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
@@ -155,6 +156,19 @@ fn forgetting_changes_no_verdict_of_the_job_election() {
     for variant in [ElectionVariant::Correct, ElectionVariant::CheckThenWrite] {
         let name = format!("election {variant:?}");
         let forgotten = same_verdicts(&name, ElectionWorkload { variant });
+        assert!(forgotten > 0, "{name}: something was forgotten");
+    }
+}
+
+#[test]
+fn forgetting_changes_no_verdict_of_the_sharded_job() {
+    for variant in [
+        JobVariant::Correct,
+        JobVariant::OneItemPerIdle,
+        JobVariant::NoCycleClaim,
+    ] {
+        let name = format!("job {variant:?}");
+        let forgotten = same_verdicts(&name, JobWorkload { variant });
         assert!(forgotten > 0, "{name}: something was forgotten");
     }
 }
