@@ -125,6 +125,21 @@ pub fn mutual_exclusion(history: &impl Entries, resource: &str) -> Finding {
     )
 }
 
+/// How many of the oldest entries of a history `entries` (oldest first, timed by their
+/// place) [`mutual_exclusion`] on `resource` can no longer use, in a history where it holds so
+/// far: those before the first accepted write. Every section's token stays, because a write
+/// with any closed section's token, however old, is a violation.
+pub fn mutual_exclusion_settled(entries: &[&HistoryEntry], resource: &str) -> usize {
+    entries
+        .iter()
+        .position(|entry| is_accepted_on(entry, resource))
+        .unwrap_or(entries.len())
+}
+
+fn is_accepted_on(entry: &HistoryEntry, resource: &str) -> bool {
+    matches!(&entry.event, HistoryEvent::SideEffect { resource: r, accepted: true, .. } if r == resource)
+}
+
 /// **Single acting master** (always): no accepted side effect on `resource` carries a token older
 /// than one accepted before it.
 pub fn single_acting_master(history: &impl Entries, resource: &str) -> Finding {
@@ -149,6 +164,20 @@ pub fn single_acting_master(history: &impl Entries, resource: &str) -> Finding {
         violation,
         format!("{writes} accepted side effects"),
     )
+}
+
+/// How many of the oldest entries of `entries` (oldest first) [`single_acting_master`] on
+/// `resource` can no longer use, in a history where it holds so far: those before the last
+/// accepted write with a token. While the property holds, tokens never go down, so that write
+/// carries the highest token seen, which is all a later write is compared with.
+pub fn single_acting_master_settled(entries: &[&HistoryEntry], resource: &str) -> usize {
+    entries
+        .iter()
+        .rposition(|entry| {
+            is_accepted_on(entry, resource)
+                && matches!(entry.event, HistoryEvent::SideEffect { token: Some(_), .. })
+        })
+        .unwrap_or(entries.len())
 }
 
 /// **No oversell** (always): replaying the accepted `sell read=<n>` writes on `resource` from
@@ -296,14 +325,8 @@ pub fn leader_elected(
             // Someone held the role when the faults healed.
             elected_at = Some(after_us);
         }
-        if let HistoryEvent::Role {
-            client,
-            role,
-            token,
-        } = &entry.event
-        {
-            let holds = roles.contains(&role.as_str()) && token.is_some();
-            holding.insert(*client, holds);
+        if let Some((client, holds)) = role_entry(entry, roles) {
+            holding.insert(client, holds);
             if holds && entry.at_us >= after_us && elected_at.is_none() {
                 elected_at = Some(entry.at_us);
             }
@@ -320,6 +343,42 @@ pub fn leader_elected(
         elected_at.map_or(0, |at| at - after_us)
     );
     Finding::new("leader elected", Class::Eventually, violation, summary)
+}
+
+/// If `entry` is a client's role, the client and whether the role is one of `roles`, held.
+fn role_entry(entry: &HistoryEntry, roles: &[&str]) -> Option<(u32, bool)> {
+    match &entry.event {
+        HistoryEvent::Role {
+            client,
+            role,
+            token,
+        } => Some((*client, roles.contains(&role.as_str()) && token.is_some())),
+        _ => None,
+    }
+}
+
+/// How many of the oldest entries of `entries` (oldest first, each timed by its place)
+/// [`leader_elected`] for `roles` after `after_us` can do without, whatever comes after them.
+///
+/// The property reads the entries after `after_us` and, at those and at the end, which clients
+/// hold a role: each client's last `Role` entry so far. So the dropped entries must all come
+/// before `after_us`, and a client's last `Role` entry before `after_us` must stay if it holds
+/// a role (a dropped client counts as holding none). Later faults move `after_us` only later,
+/// and the caller renumbers the times of the entries kept (the property compares times only
+/// with each other and with `after_us`, and the bound it is given is unlimited in the model).
+pub fn leader_elected_settled(entries: &[&HistoryEntry], roles: &[&str], after_us: u64) -> usize {
+    let before = entries.partition_point(|entry| entry.at_us < after_us);
+    let mut last_role: BTreeMap<u32, (usize, bool)> = BTreeMap::new();
+    for (index, entry) in entries[..before].iter().enumerate() {
+        if let Some((client, holds)) = role_entry(entry, roles) {
+            last_role.insert(client, (index, holds));
+        }
+    }
+    last_role
+        .values()
+        .filter(|(_, holds)| *holds)
+        .map(|(index, _)| *index)
+        .fold(before, usize::min)
 }
 
 /// Runs of `job`'s items: (item, cycle) to the clients that ran it, in order.
@@ -358,6 +417,18 @@ pub fn no_shard_executed_twice(history: &impl Entries, job: &str) -> Finding {
             });
     let summary = format!("{} (item, cycle) runs, each once", runs.len());
     Finding::new("no shard executed twice", Class::Always, violation, summary)
+}
+
+/// How many of the oldest entries of `entries` (oldest first) [`no_shard_executed_twice`] for
+/// `job` can no longer use: those before `job`'s first run. Every run stays, since any later
+/// run is compared with each.
+pub fn no_shard_executed_twice_settled(entries: &[&HistoryEntry], job: &str) -> usize {
+    entries
+        .iter()
+        .position(
+            |entry| matches!(&entry.event, HistoryEvent::Execution { job: j, .. } if j == job),
+        )
+        .unwrap_or(entries.len())
 }
 
 /// **No shard lost** (eventually): every item `0..items` of `job` ran in every cycle of
@@ -428,6 +499,34 @@ pub mod sometimes {
             holds: happened,
             detail: detail.into(),
         }
+    }
+
+    /// How many of the oldest entries of `entries` (oldest first)
+    /// [`role_changed_hands_after_a_loss`] for `roles` can do without, in a history where it
+    /// has not happened yet (once it has, the checker keeps its verdict and judges it no more).
+    ///
+    /// The property follows the holder and whether the holder lost its session. Until it
+    /// happens, a loss is always the current holder's (a loss by an earlier holder followed by
+    /// another client's role is the event itself), and it comes after the entry that made the
+    /// current holder the holder. Everything before that entry can go; with no holder yet,
+    /// everything.
+    pub fn role_changed_hands_settled(entries: &[&HistoryEntry], roles: &[&str]) -> usize {
+        let mut holder = None;
+        let mut since = entries.len();
+        for (index, entry) in entries.iter().enumerate() {
+            if let HistoryEvent::Role {
+                client,
+                role,
+                token: Some(_),
+            } = &entry.event
+            {
+                if roles.contains(&role.as_str()) && holder != Some(*client) {
+                    holder = Some(*client);
+                    since = index;
+                }
+            }
+        }
+        since
     }
 
     /// A reply was lost after the server applied the request.

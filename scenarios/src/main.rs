@@ -199,6 +199,12 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
     let seconds = started.elapsed().as_secs_f64();
     let per_second = verdict.unique_states as f64 / seconds.max(1e-9);
     let final_state = verdict.violation.as_ref().map(|violation| {
+        // Replayed keeping the whole history, so that the violation is explained with every
+        // event of its path and their true places.
+        let model = RecipeModel {
+            forget_settled: false,
+            ..model.clone()
+        };
         let mut state = model.init_states().remove(0);
         let mut steps = Vec::new();
         for action in &violation.path {

@@ -43,7 +43,7 @@ use zkh_recipes::sharding::JobPaths;
 use zkh_recipes::symmetry::identity;
 
 use super::workloads::{elected, judge, role};
-use super::{Judge, Workload, ELECTION_LATCH_DIR, JOB_DIR};
+use super::{Judge, State, Workload, ELECTION_LATCH_DIR, JOB_DIR};
 use crate::history::{HistoryEntry, HistoryEvent};
 use crate::properties::{self, sometimes};
 
@@ -187,5 +187,13 @@ impl Workload for JobWorkload {
     /// election's latch): runs, roles and faults are shared entries.
     fn settled(&self, own: &[&HistoryEntry], in_flight: &BTreeSet<i64>) -> usize {
         properties::herd_free_settled(own, ELECTION_LATCH_DIR, in_flight)
+    }
+
+    /// "No shard executed twice" needs every run; "leader elected" the roles it follows; "an
+    /// item failed over" reads only failed-over runs, of which there is none to drop until it
+    /// has happened.
+    fn settled_shared(&self, shared: &[&HistoryEntry], state: &State<Self>) -> usize {
+        let elected = properties::leader_elected_settled(shared, &["leader"], state.last_fault_at);
+        properties::no_shard_executed_twice_settled(shared, JOB_DIR).min(elected)
     }
 }

@@ -65,9 +65,20 @@
 //! of this state or of any after it, and the checker drops it
 //! ([`properties::herd_free_settled`](crate::properties::herd_free_settled), asked through
 //! [`Workload::settled`]; not after a violation, which is reported on its whole history). This
-//! divides the two-client job election's states by 3. `tests/forgetting.rs` walks every recipe
-//! with and without forgetting, in step, and requires the same verdicts at every step;
-//! [`RecipeModel::forget_settled`] turns it off.
+//! divides the two-client job election's states by 3.
+//!
+//! The shared history is forgotten the same way, oldest first ([`Workload::settled_shared`]):
+//! each property says how much of it it can do without, and the checker drops the least of
+//! those and renumbers the rest from 0. "Single acting master" needs only the last accepted act
+//! (tokens never go down while it holds); "leader elected" only what came after the last fault
+//! and each client's last role before it, if that role is held; "leadership changed hands
+//! after a loss", until it happens, only what came since the current holder took the role.
+//! "Mutual exclusion" and "no shard executed twice" keep every write and every run. This takes
+//! a sixth off the three-client job election.
+//!
+//! `tests/forgetting.rs` walks every recipe with and without forgetting, in step, and requires
+//! the same verdicts at every step; [`RecipeModel::forget_settled`] turns it off (the command
+//! line replays a counterexample that way, to explain it with its whole history).
 //!
 //! # Symmetry
 //!
@@ -248,6 +259,17 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     /// forgets must know what each of its judges reads.
     fn settled(&self, own: &[&HistoryEntry], in_flight: &BTreeSet<i64>) -> usize {
         let _ = (own, in_flight);
+        0
+    }
+    /// How many of the oldest *shared* entries (`shared`, oldest first, each timed by its
+    /// place) no judge of this workload can use any more, in `state`, where every `always`
+    /// property holds: dropping them changes no verdict of that state or of any after it. The
+    /// checker renumbers the entries it keeps from 0, and the last fault's time with them, so
+    /// a judge may compare times only with each other and with the last fault. A `sometimes`
+    /// judge that has happened ([`State::happened`]) is judged no more and needs nothing. By
+    /// default none.
+    fn settled_shared(&self, shared: &[&HistoryEntry], state: &State<Self>) -> usize {
+        let _ = (shared, state);
         0
     }
 }
@@ -546,6 +568,16 @@ impl<W: Workload> State<W> {
             .iter()
             .map(|judge| (judge.finding)(&history, self))
             .collect()
+    }
+
+    /// Whether the property named `property` holds in this state (for a `sometimes` property:
+    /// whether it has happened on the way here). Panics if the workload has no such property.
+    pub fn happened(&self, property: &str) -> bool {
+        let index = W::judges()
+            .iter()
+            .position(|judge| judge.name == property)
+            .unwrap_or_else(|| panic!("the workload names no property {property:?}"));
+        self.verdicts & (1 << index) != 0
     }
 
     fn history_len(&self) -> usize {
@@ -934,7 +966,8 @@ impl<W: Workload> Model for RecipeModel<W> {
             next.judge();
         }
         if self.forget_settled {
-            Self::drop_settled(&self.workload, &mut next);
+            let shared_grew = next.shared.len() != state.shared.len();
+            Self::drop_settled(&self.workload, &mut next, shared_grew);
         }
         Some(next)
     }
@@ -974,10 +1007,12 @@ impl<W: Workload> RecipeModel<W> {
     ];
 
     /// Drops the own entries of each client that no judge can use any more
-    /// ([`Workload::settled`]), if every `always` property holds (a violation is reported as
-    /// found, on its whole history).
-    fn drop_settled(workload: &W, state: &mut State<W>) {
-        if state.seats.iter().all(|seat| seat.log.is_empty()) {
+    /// ([`Workload::settled`]), and, if the shared history grew in this step, the shared
+    /// entries none can ([`Workload::settled_shared`]); only if every `always` property holds
+    /// (a violation is reported as found, on its whole history).
+    fn drop_settled(workload: &W, state: &mut State<W>, shared_grew: bool) {
+        let own_entries = state.seats.iter().any(|seat| !seat.log.is_empty());
+        if !own_entries && !shared_grew {
             return;
         }
         let always = W::judges()
@@ -986,6 +1021,12 @@ impl<W: Workload> RecipeModel<W> {
             .filter(|(_, judge)| judge.expectation == Expectation::Always)
             .fold(0, |mask, (index, _)| mask | 1 << index);
         if state.verdicts & always != always {
+            return;
+        }
+        if shared_grew {
+            Self::drop_settled_shared(workload, state);
+        }
+        if !own_entries {
             return;
         }
         let in_flight: BTreeSet<i64> = state
@@ -1005,6 +1046,35 @@ impl<W: Workload> RecipeModel<W> {
                 seat.log.forget_oldest(settled);
             }
         }
+    }
+
+    /// Drops the oldest shared entries that no judge can use any more
+    /// ([`Workload::settled_shared`]), and renumbers the rest from 0: the shared history
+    /// becomes the one its kept entries would make alone, whatever came before them.
+    fn drop_settled_shared(workload: &W, state: &mut State<W>) {
+        let mut shared = Vec::with_capacity(state.shared.len());
+        state.shared.extend_oldest_first(&mut shared);
+        let settled = workload.settled_shared(&shared, state);
+        if settled == 0 {
+            return;
+        }
+        let kept: Vec<HistoryEntry> = shared[settled..]
+            .iter()
+            .enumerate()
+            .map(|(at, entry)| {
+                debug_assert_eq!(entry.at_us, (settled + at) as u64, "timed by place");
+                HistoryEntry {
+                    at_us: at as u64,
+                    event: entry.event.clone(),
+                }
+            })
+            .collect();
+        let mut renumbered = SharedLog::default();
+        for entry in kept {
+            renumbered.push(entry);
+        }
+        state.shared = renumbered;
+        state.last_fault_at = state.last_fault_at.saturating_sub(settled as u64);
     }
 
     /// The state after `action`, its verdicts not yet updated.

@@ -50,6 +50,22 @@ fn write(client: u32, token: i64, detail: &str) -> HistoryEvent {
     }
 }
 
+/// How many of the oldest shared entries "leader elected" for `role` and the `sometimes`
+/// check `changed_hands` (which follows holders of `role`) can do without.
+pub(super) fn settled_roles<W: Workload>(
+    shared: &[&HistoryEntry],
+    state: &State<W>,
+    role: &str,
+    changed_hands: &str,
+) -> usize {
+    let elected = properties::leader_elected_settled(shared, &[role], state.last_fault_at);
+    if state.happened(changed_hands) {
+        elected
+    } else {
+        elected.min(sometimes::role_changed_hands_settled(shared, &[role]))
+    }
+}
+
 /// "Leader elected": after the last fault, someone holds `role` (or already did).
 pub(super) fn elected<W: Workload>(
     history: &Recorded<'_>,
@@ -198,6 +214,17 @@ impl Workload for LockWorkload {
     fn settled(&self, own: &[&HistoryEntry], in_flight: &BTreeSet<i64>) -> usize {
         properties::herd_free_settled(own, LOCK_DIR, in_flight)
     }
+
+    /// "Mutual exclusion" needs every accepted write; "leader elected" and "lock changed
+    /// hands after a loss" need the roles they follow.
+    fn settled_shared(&self, shared: &[&HistoryEntry], state: &State<Self>) -> usize {
+        properties::mutual_exclusion_settled(shared, RESOURCE).min(settled_roles(
+            shared,
+            state,
+            "holder",
+            "lock changed hands after a loss",
+        ))
+    }
 }
 
 /// How many times a leader acts in one leadership. Once is enough: an act changes nothing but
@@ -206,6 +233,9 @@ impl Workload for LockWorkload {
 /// some path with one act per term exactly when it is with more (and a second act only
 /// multiplies the states, by half again for the job election).
 const ACTS_PER_TERM: u8 = 1;
+
+/// The leader workloads' `sometimes` check that a leadership moved on after a loss.
+const LEADERSHIP_CHANGED: &str = "leadership changed hands after a loss";
 
 /// A leader's application (latch, job election, master): the token of the leadership it
 /// believes it holds, and how many times it has acted in it.
@@ -318,11 +348,9 @@ impl<R: LeaderRecipe> Workload for R {
         judges.push(judge("leader elected", Eventually, |h, s| {
             elected(h, s, "leader")
         }));
-        judges.push(judge(
-            "leadership changed hands after a loss",
-            Sometimes,
-            |h, _| sometimes::role_changed_hands_after_a_loss(h, &["leader"]),
-        ));
+        judges.push(judge(LEADERSHIP_CHANGED, Sometimes, |h, _| {
+            sometimes::role_changed_hands_after_a_loss(h, &["leader"])
+        }));
         if R::WAITERS_WAKE {
             judges.push(judge("a waiter was woken", Sometimes, waiter_woken::<R>));
         }
@@ -338,6 +366,17 @@ impl<R: LeaderRecipe> Workload for R {
             Some(queue) => properties::herd_free_settled(own, queue, in_flight),
             None => own.len(),
         }
+    }
+
+    /// "Single acting master" needs the last accepted act; "leader elected" and "leadership
+    /// changed hands after a loss" need the roles they follow.
+    fn settled_shared(&self, shared: &[&HistoryEntry], state: &State<Self>) -> usize {
+        properties::single_acting_master_settled(shared, RESOURCE).min(settled_roles(
+            shared,
+            state,
+            "leader",
+            LEADERSHIP_CHANGED,
+        ))
     }
 }
 
