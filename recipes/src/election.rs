@@ -328,6 +328,12 @@ impl Machine for ElectionMachine {
     type Report = ElectionReport;
 
     fn handle(&mut self, input: Input<ElectionRequest>, out: &mut Vec<Command<ElectionReport>>) {
+        if let Input::Reply { id, .. } | Input::Timer(id) = input {
+            if id < 1 << LATCH_ID_SHIFT {
+                // A round's latch takes note of its own.
+                self.ids.answered(id);
+            }
+        }
         match input {
             Input::Request(ElectionRequest::Elect) => {
                 if !self.electing {

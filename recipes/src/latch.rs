@@ -341,6 +341,7 @@ impl Machine for LatchMachine {
     type Report = LatchReport;
 
     fn handle(&mut self, input: Input<LatchRequest>, out: &mut Vec<Command<LatchReport>>) {
+        self.ids.note(&input);
         match input {
             Input::Request(LatchRequest::Start) => {
                 if !self.started {
@@ -591,6 +592,58 @@ mod tests {
             &mut out,
         );
         out
+    }
+
+    #[test]
+    fn a_reply_to_an_operation_given_up_at_an_expiry_is_not_taken_for_the_next_one() {
+        let mut latch = LatchMachine::new(LatchVariant::Correct, "/latch", "p", "u");
+        let mut out = Vec::new();
+        let connected = |session| {
+            Input::Session(SessionEvent::Connected {
+                session_id: SessionId(session),
+            })
+        };
+        latch.handle(connected(1), &mut out);
+        latch.handle(Input::Request(LatchRequest::Start), &mut out);
+        let (lost, _) = op_of(&out);
+        // The session expires with the create in flight; the latch starts over in session 2.
+        latch.handle(Input::Session(SessionEvent::Expired), &mut out);
+        out.clear();
+        latch.handle(connected(2), &mut out);
+        let (next, request) = op_of(&out);
+        assert!(matches!(request, Request::Create { .. }), "{request:?}");
+        assert_ne!(next, lost, "the first create's reply may still arrive");
+        // It does: the old session's create failed. The latch ignores it and still waits.
+        out.clear();
+        latch.handle(
+            Input::Reply {
+                id: lost,
+                result: Err(ZkError::SessionExpired),
+            },
+            &mut out,
+        );
+        assert!(out.is_empty(), "{out:?}");
+        // The new create's reply is taken; the next operation may use the answered id again.
+        let created = Response::Created(Created {
+            path: "/latch/_c_u-2-latch-0000000001".into(),
+            stat: Stat::default(),
+        });
+        latch.handle(
+            Input::Reply {
+                id: next,
+                result: Ok(created),
+            },
+            &mut out,
+        );
+        let (list, request) = op_of(&out);
+        assert!(
+            matches!(request, Request::GetChildren { .. }),
+            "{request:?}"
+        );
+        assert_eq!(
+            list, lost,
+            "both earlier ids were answered; the least is used again"
+        );
     }
 
     #[test]

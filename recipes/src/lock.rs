@@ -527,6 +527,7 @@ impl Machine for LockMachine {
     type Report = LockReport;
 
     fn handle(&mut self, input: Input<LockRequest>, out: &mut Vec<Command<LockReport>>) {
+        self.ids.note(&input);
         match input {
             Input::Request(request) => self.on_request(request, out),
             Input::Reply { id, result } => {

@@ -8,7 +8,7 @@
 //!
 //! A machine names its operations and timers with ids it allocates itself ([`Ids`]); a reply or
 //! a timer that no longer matches what the machine waits for is ignored, which is how a stale
-//! timer is "cancelled".
+//! timer is "cancelled". An id is used again only once its reply or timer has come back.
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -74,19 +74,83 @@ pub trait Machine: Clone + Eq + Hash + Debug + Send + 'static {
     fn handle(&mut self, input: Input<Self::Request>, out: &mut Vec<Command<Self::Report>>);
 }
 
-/// An id allocator, part of a machine's state.
+/// An id allocator, part of a machine's state: it knows which ids are still *outstanding* (an
+/// operation not answered yet, a timer not fired yet, whether the machine still waits for it
+/// or has given it up), and hands out the least id that is not.
+///
+/// Every operation gets exactly one reply (`ConnectionLoss` and `SessionExpired` included) and
+/// every timer fires once, and the machine tells the allocator when ([`Ids::answered`]). So an
+/// id is never reused while a reply or timer carrying it may still arrive, and a stale one can
+/// never be mistaken for a new one. Reusing ids, rather than counting up, makes a machine's
+/// state the same however many operations it took to get there: a model checker sees two
+/// paths that differ only in how many retries they made meet again.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Ids {
-    next: u64,
+    outstanding: std::collections::BTreeSet<u64>,
 }
 
 impl Ids {
-    /// A fresh id.
+    /// A fresh id: the least (from 1) that no outstanding operation or timer has.
     pub fn fresh(&mut self) -> u64 {
-        self.next += 1;
-        self.next
+        let mut id = 1;
+        for &used in &self.outstanding {
+            if used != id {
+                break;
+            }
+            id += 1;
+        }
+        self.outstanding.insert(id);
+        id
+    }
+
+    /// The reply to operation `id` arrived, or timer `id` fired: its id may be used again.
+    pub fn answered(&mut self, id: u64) {
+        self.outstanding.remove(&id);
+    }
+
+    /// Takes note of `input` if it answers one of these ids (every machine calls this first
+    /// with each input it handles).
+    pub fn note<R>(&mut self, input: &Input<R>) {
+        if let Input::Reply { id, .. } | Input::Timer(id) = input {
+            self.answered(*id);
+        }
     }
 }
 
 /// How long a machine waits before retrying after `ConnectionLoss`.
 pub const RETRY_AFTER_MS: u64 = 100;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_is_used_again_only_once_answered() {
+        let mut ids = Ids::default();
+        assert_eq!([ids.fresh(), ids.fresh(), ids.fresh()], [1, 2, 3]);
+        ids.answered(2);
+        assert_eq!(ids.fresh(), 2, "the least id no longer outstanding");
+        assert_eq!(ids.fresh(), 4, "1, 2 and 3 are still outstanding");
+        ids.note::<()>(&Input::Timer(1));
+        ids.note::<()>(&Input::Reply {
+            id: 3,
+            result: Err(ZkError::ConnectionLoss),
+        });
+        ids.note::<()>(&Input::Session(SessionEvent::Disconnected));
+        assert_eq!([ids.fresh(), ids.fresh(), ids.fresh()], [1, 3, 5]);
+    }
+
+    #[test]
+    fn allocators_that_answered_the_same_ids_are_equal() {
+        // One machine retried twice, the other not at all: with nothing outstanding but their
+        // current operation, they hold the same id for it, and so compare equal.
+        let mut retried = Ids::default();
+        for _ in 0..3 {
+            let id = retried.fresh();
+            retried.answered(id);
+        }
+        let mut direct = Ids::default();
+        assert_eq!(retried.fresh(), direct.fresh());
+        assert_eq!(retried, direct);
+    }
+}

@@ -175,6 +175,7 @@ impl Machine for MasterMachine {
     type Report = MasterReport;
 
     fn handle(&mut self, input: Input<MasterRequest>, out: &mut Vec<Command<MasterReport>>) {
+        self.ids.note(&input);
         if self.stopped {
             return;
         }
