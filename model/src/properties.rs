@@ -282,32 +282,90 @@ fn stops_waiting(event: &HistoryEvent, dir: &str) -> Option<u32> {
     }
 }
 
-/// How many of one client's oldest own entries `own` (oldest first) [`herd_free`] under `dir`
-/// can no longer use, in a history where it holds so far. `in_flight` holds the zxids of the
-/// watch events that were sent and not yet received, by any client.
+/// One client's own entries `own` (oldest first), in a history where [`herd_free`] under `dir`
+/// holds so far, reduced to the least that gives the same verdict, now and after any
+/// continuation. `in_flight` holds the zxids of the watch events that were sent and not yet
+/// received, by any client.
 ///
-/// The answer is the longest prefix that ends where the client stopped waiting (it created or
-/// deleted a node under `dir`, or its session ended) and has no watch event of a transaction
-/// in flight. Dropping that prefix changes no verdict, now or after any continuation:
+/// What the property carries forward from a client's entries is:
 ///
-/// - after it, the client waits on nothing, with or without it;
-/// - the herd check pairs wakeups by transaction. A wakeup in the prefix could only be paired
-///   with another wakeup of the same transaction. Those already received were judged (the
-///   property holds so far). Those still to come are in flight, which the prefix excludes, or
-///   belong to transactions not yet made, whose zxids are higher than any there is.
+/// - the paths it waits on: those it read with a watch since it last stopped waiting (created
+///   or deleted a node under `dir`, or lost its session) whose watch has not fired for it;
+/// - the transactions that woke it. A wakeup is only ever paired with another wakeup of the
+///   same transaction. Those already received were judged (the property holds so far); those
+///   still to come are in flight, or belong to transactions not yet made, whose zxids are
+///   higher than any there is. So only its wakeups by transactions with events in flight
+///   matter.
 ///
-/// The model checker drops such prefixes so that states which differ only in how an earlier
-/// round went are one state (see `check`'s module docs).
-pub fn herd_free_settled(own: &[&HistoryEntry], dir: &str, in_flight: &BTreeSet<i64>) -> usize {
-    let mut settled = 0;
-    for (index, entry) in own.iter().enumerate() {
+/// The summary is one watched read for each such wakeup followed by the wakeup itself, by zxid,
+/// then one watched read of each path it waits on, in order; the reads carry no session and no
+/// xid, which the property does not read. Two clients that reached the same waits by different
+/// roads (another retry, another kind of read, an earlier round) get the same summary, which is
+/// why the model checker keeps the summary in place of the entries (see `check`'s module docs).
+pub fn herd_free_summary(
+    own: &[&HistoryEntry],
+    dir: &str,
+    in_flight: &BTreeSet<i64>,
+) -> Vec<HistoryEntry> {
+    let mut client = None;
+    let mut waiting: BTreeSet<&str> = BTreeSet::new();
+    let mut woken: BTreeMap<i64, &zkh_recipes::WatchedEvent> = BTreeMap::new();
+    for entry in own {
+        if stops_waiting(&entry.event, dir).is_some() {
+            waiting.clear();
+            continue;
+        }
         match &entry.event {
-            HistoryEvent::Watch { event, .. } if in_flight.contains(&event.zxid) => break,
-            event if stops_waiting(event, dir).is_some() => settled = index + 1,
+            HistoryEvent::Invoke {
+                client: c,
+                request:
+                    Request::Exists { path, watch: true }
+                    | Request::GetData { path, watch: true }
+                    | Request::GetChildren { path, watch: true },
+                ..
+            } if zkh_recipes::path::is_under(path, dir) => {
+                client = Some(*c);
+                waiting.insert(path);
+            }
+            HistoryEvent::Watch { client: c, event }
+                if zkh_recipes::path::is_under(&event.path, dir) =>
+            {
+                client = Some(*c);
+                if waiting.remove(event.path.as_str()) && in_flight.contains(&event.zxid) {
+                    woken.insert(event.zxid, event);
+                }
+            }
             _ => {}
         }
     }
-    settled
+    let Some(client) = client else {
+        return Vec::new();
+    };
+    let read = |path: &str| HistoryEntry {
+        at_us: 0,
+        event: HistoryEvent::Invoke {
+            client,
+            session: zkh_recipes::SessionId(0),
+            xid: 0,
+            request: Request::GetData {
+                path: path.to_owned(),
+                watch: true,
+            },
+        },
+    };
+    let mut summary = Vec::with_capacity(2 * woken.len() + waiting.len());
+    for event in woken.values() {
+        summary.push(read(&event.path));
+        summary.push(HistoryEntry {
+            at_us: 0,
+            event: HistoryEvent::Watch {
+                client,
+                event: (*event).clone(),
+            },
+        });
+    }
+    summary.extend(waiting.iter().map(|path| read(path)));
+    summary
 }
 
 /// **Leader elected** (eventually): some client takes one of `roles` with a token between

@@ -92,7 +92,7 @@ fn the_correct_lock_passes_three_clients_with_a_lost_reply_and_an_expiry() {
     passes(
         "lock",
         &lock(LockVariant::Correct, "drop-reply=1,expire=1"),
-        [124_183, 743_866],
+        [118_514, 707_284],
     );
 }
 
@@ -108,7 +108,7 @@ fn a_long_check_reports_its_progress_as_it_goes() {
         ..Limits::default()
     };
     let verdict = check_observed(&model, limits, Some(&mut |p| seen.push(*p)));
-    assert_eq!(verdict.unique_states, 743_866);
+    assert_eq!(verdict.unique_states, 707_284);
     let depth_first: Vec<&Progress> = seen
         .iter()
         .filter(|p| p.order == Order::DepthFirst)
@@ -131,7 +131,7 @@ fn the_correct_latch_passes_three_clients_with_a_lost_reply_and_an_expiry() {
     passes(
         "latch",
         &latch(LatchVariant::Correct, "drop-reply=1,expire=1"),
-        [84_350, 505_555],
+        [83_583, 500_953],
     );
 }
 
@@ -222,7 +222,7 @@ fn unfenced_side_effects_break_mutual_exclusion_and_fencing_restores_it() {
         acting: Acting::Fenced,
         ..lock(LockVariant::Correct, "expire=1")
     };
-    passes("fenced lock", &fenced, [81_183, 379_490]);
+    passes("fenced lock", &fenced, [76_494, 356_950]);
 }
 
 fn election(
@@ -251,7 +251,7 @@ fn check_then_write_makes_two_leaders_and_the_election_under_its_latch_does_not(
         correct.violation, None,
         "one leader, elected under the latch"
     );
-    assert_eq!(correct.unique_states, 9_463, "the state count drifted");
+    assert_eq!(correct.unique_states, 7_179, "the state count drifted");
 }
 
 #[test]
@@ -262,7 +262,7 @@ fn the_correct_election_passes_three_clients_with_a_lost_reply() {
         Acting::CaughtUp,
     ));
     assert_eq!(verdict.violation, None);
-    assert_eq!(verdict.unique_states, 130_342, "the state count drifted");
+    assert_eq!(verdict.unique_states, 100_271, "the state count drifted");
 }
 
 #[test]
@@ -278,12 +278,12 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
 }
 
 /// The job election with the standard budget, with three clients, the largest standard check:
-/// about 80 s and 400 MB in release, so it is left out of the default test run;
+/// about 60 s and 300 MB in release, so it is left out of the default test run;
 /// `scripts/test-all` runs it in release (`cargo test --release --test check -- --ignored`).
 /// Without symmetry reduction it would be about 6 times larger, so only the reduced count is
 /// pinned.
 #[test]
-#[ignore = "about 80 s in release; scripts/test-all runs it"]
+#[ignore = "about 60 s in release; scripts/test-all runs it"]
 fn the_correct_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
     let model = election(
         ElectionVariant::Correct,
@@ -298,7 +298,7 @@ fn the_correct_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         "a pass must not be empty: {:?}",
         verdict.unreached
     );
-    assert_eq!(verdict.unique_states, 19_365_414, "the state count drifted");
+    assert_eq!(verdict.unique_states, 14_259_538, "the state count drifted");
 }
 
 /// The job election with the standard budget, with two clients, checked both ways. Before the
@@ -316,7 +316,7 @@ fn the_correct_election_passes_two_clients_with_a_lost_reply_and_an_expiry() {
             Acting::CaughtUp,
         )
     };
-    passes("election", &model, [230_864, 460_917]);
+    passes("election", &model, [189_614, 378_326]);
 }
 
 fn job(variant: JobVariant, faults: &str) -> RecipeModel<JobWorkload> {
@@ -333,7 +333,7 @@ fn the_correct_job_passes_two_instances_without_faults() {
     assert_eq!(verdict.violation, None);
     assert!(verdict.complete && !verdict.symmetry, "{verdict:?}");
     assert_eq!(verdict.unreached, vec!["an item failed over"]);
-    assert_eq!(verdict.unique_states, 592_080, "the state count drifted");
+    assert_eq!(verdict.unique_states, 591_624, "the state count drifted");
 }
 
 /// No-cycle-claim runs an item twice: an instance runs its item and its session expires, and

@@ -130,21 +130,23 @@ fn herd_free_counts_the_waiting_clients_one_transaction_woke() {
     assert!(properties::herd_free(&herd, "/elsewhere").holds);
 }
 
-/// What a client did before it stopped waiting can be forgotten, unless the transaction that
-/// woke it may still wake another client: its watch event is in flight.
+/// A client's own entries reduce to what it waits on and the wakeups another client may still
+/// share (their transaction's events are in flight); the summary judges as the entries do.
 #[test]
-fn herd_free_settled_keeps_a_wakeup_another_client_may_share() {
+fn herd_free_summary_keeps_the_waits_and_a_wakeup_another_client_may_share() {
     let dir = "/locks/stock";
     let entry = |event| HistoryEntry { at_us: 0, event };
-    let wait = |client| {
+    let wait = |client, node: &str, kind: u32| {
+        let path = format!("{dir}/{node}");
+        let request = match kind {
+            0 => Request::GetData { path, watch: true },
+            _ => Request::Exists { path, watch: true },
+        };
         entry(HistoryEvent::Invoke {
             client,
             session: SessionId(client.into()),
-            xid: 1,
-            request: Request::GetData {
-                path: format!("{dir}/n-0"),
-                watch: true,
-            },
+            xid: u64::from(kind) + 1,
+            request,
         })
     };
     let woken = |client, zxid| {
@@ -166,42 +168,84 @@ fn herd_free_settled_keeps_a_wakeup_another_client_may_share() {
         })
     };
     let release = |client| delete(client, format!("{dir}/n-{client}"));
-    // Client 1 waited, was woken by transaction 7, and released: it waits on nothing.
-    let first = [wait(1), woken(1, 7), release(1), wait(1)];
-    let own: Vec<&HistoryEntry> = first.iter().collect();
+    let summary = |entries: &[HistoryEntry], in_flight: &BTreeSet<i64>| {
+        let own: Vec<&HistoryEntry> = entries.iter().collect();
+        properties::herd_free_summary(&own, dir, in_flight)
+    };
+    // Client 1 waited, was woken by transaction 7, released, and waits again on n-2.
+    let first = [
+        wait(1, "n-0", 0),
+        woken(1, 7),
+        release(1),
+        wait(1, "n-2", 0),
+    ];
     let nothing_in_flight = BTreeSet::new();
     assert_eq!(
-        properties::herd_free_settled(&own, dir, &nothing_in_flight),
-        3,
-        "everything up to the release is settled; the newest wait is not"
+        summary(&first, &nothing_in_flight),
+        [wait(1, "n-2", 0)].map(|e| canonical(&e)),
+        "only the newest wait is left"
     );
-    // Client 2 waits too, and transaction 7's event is still on its way to it.
+    // Another road to the same wait: a retried read of another kind, an expiry before it.
+    let expired = entry(HistoryEvent::Session {
+        client: 1,
+        event: SessionEvent::Expired,
+    });
+    let other = [
+        wait(1, "n-2", 1),
+        expired,
+        wait(1, "n-2", 1),
+        wait(1, "n-2", 0),
+        delete(1, "/elsewhere/n".into()),
+    ];
+    assert_eq!(
+        summary(&other, &nothing_in_flight),
+        summary(&first, &nothing_in_flight)
+    );
+    // Client 2 waits on n-0 too, and transaction 7's event is still on its way to it.
     let in_flight = BTreeSet::from([7]);
-    assert_eq!(properties::herd_free_settled(&own, dir, &in_flight), 0);
+    let kept = summary(&first, &in_flight);
+    assert_eq!(
+        kept.len(),
+        3,
+        "the wakeup by 7 stays, with the wait it ended: {kept:?}"
+    );
     let herd_with = |first: &[HistoryEntry]| {
         let mut history = History::new();
-        for e in first.iter().chain(&[wait(2), woken(2, 7)]) {
+        for e in first.iter().chain(&[wait(2, "n-0", 0), woken(2, 7)]) {
             history.push(e.at_us, e.event.clone());
         }
         properties::herd_free(&history, dir).holds
     };
     assert!(!herd_with(&first), "transaction 7 woke clients 1 and 2");
+    assert!(!herd_with(&kept), "and the summary still says so");
     assert!(
-        herd_with(&first[3..]),
+        herd_with(&summary(&first, &nothing_in_flight)),
         "which forgetting client 1's wakeup would hide"
     );
-    // A session's end settles too; an entry outside the directory does not.
-    let expired = entry(HistoryEvent::Session {
-        client: 1,
-        event: SessionEvent::Expired,
-    });
-    let elsewhere = delete(1, "/elsewhere/n".into());
-    let second = [wait(1), expired, wait(1), elsewhere];
-    let own: Vec<&HistoryEntry> = second.iter().collect();
-    assert_eq!(
-        properties::herd_free_settled(&own, dir, &nothing_in_flight),
-        2
-    );
+}
+
+/// `entry` as a summary writes a watched read: no session, no xid, read with `getData`.
+fn canonical(entry: &HistoryEntry) -> HistoryEntry {
+    let HistoryEvent::Invoke {
+        client,
+        request: Request::GetData { path, .. } | Request::Exists { path, .. },
+        ..
+    } = &entry.event
+    else {
+        panic!("a watched read: {entry:?}");
+    };
+    HistoryEntry {
+        at_us: 0,
+        event: HistoryEvent::Invoke {
+            client: *client,
+            session: SessionId(0),
+            xid: 0,
+            request: Request::GetData {
+                path: path.clone(),
+                watch: true,
+            },
+        },
+    }
 }
 
 #[test]

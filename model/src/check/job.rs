@@ -185,8 +185,16 @@ impl Workload for JobWorkload {
 
     /// Only "herd free" reads a client's own entries (its requests and watch events on the
     /// election's latch): runs, roles and faults are shared entries.
-    fn settled(&self, own: &[&HistoryEntry], in_flight: &BTreeSet<i64>) -> usize {
-        properties::herd_free_settled(own, ELECTION_LATCH_DIR, in_flight)
+    fn summarize_own(
+        &self,
+        own: &[&HistoryEntry],
+        in_flight: &BTreeSet<i64>,
+    ) -> Option<Vec<HistoryEntry>> {
+        Some(properties::herd_free_summary(
+            own,
+            ELECTION_LATCH_DIR,
+            in_flight,
+        ))
     }
 
     /// "No shard executed twice" needs every run; "leader elected" the roles it follows; "an

@@ -59,13 +59,15 @@
 //!
 //! A state's history is part of it, so two states that differ only in how an earlier round went
 //! (whether a waiter had to watch a predecessor, how a retry fell) would be two states, with the
-//! same future. Each client's own entries serve only "herd free" (which reads who waited where
-//! and which transaction woke whom), so once a client has stopped waiting and no watch event of
-//! the transactions that woke it is still in flight, what it did before can change no verdict,
-//! of this state or of any after it, and the checker drops it
-//! ([`properties::herd_free_settled`](crate::properties::herd_free_settled), asked through
-//! [`Workload::settled`]; not after a violation, which is reported on its whole history). This
-//! divides the two-client job election's states by 3.
+//! same future. Each client's own entries serve only "herd free", which carries forward from
+//! them only the paths the client waits on and the transactions that woke it whose events are
+//! still in flight (another client may yet be woken by one of them). So the checker keeps that
+//! summary in place of the entries, in one canonical form: one watched read per wait, one
+//! wakeup with its read per transaction
+//! ([`properties::herd_free_summary`](crate::properties::herd_free_summary), asked through
+//! [`Workload::summarize_own`]; not after a violation, which is reported on its whole history).
+//! Two clients that reached the same waits by different roads (another retry, another kind of
+//! read, an earlier round) then look alike.
 //!
 //! The shared history is forgotten the same way, oldest first ([`Workload::settled_shared`]):
 //! each property says how much of it it can do without, and the checker drops the least of
@@ -252,14 +254,18 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     fn finished(&self, app: &Self::App) -> bool;
     /// The properties, each judged on the state's history (at most [`MAX_JUDGES`]).
     fn judges() -> Vec<Judge<Self>>;
-    /// How many of a client's oldest own entries (`own`, oldest first) no judge of this
-    /// workload can use any more, in a state where every `always` property holds: dropping
-    /// them changes no verdict of that state or of any state after it. `in_flight` holds the
-    /// zxids of the watch events sent and not yet received. By default none: a workload that
+    /// A client's own entries (`own`, oldest first) reduced to the least that gives every
+    /// judge of this workload the same verdict, of this state and of any state after it, in a
+    /// state where every `always` property holds. `in_flight` holds the zxids of the watch
+    /// events sent and not yet received. `None` keeps them all, the default: a workload that
     /// forgets must know what each of its judges reads.
-    fn settled(&self, own: &[&HistoryEntry], in_flight: &BTreeSet<i64>) -> usize {
+    fn summarize_own(
+        &self,
+        own: &[&HistoryEntry],
+        in_flight: &BTreeSet<i64>,
+    ) -> Option<Vec<HistoryEntry>> {
         let _ = (own, in_flight);
-        0
+        None
     }
     /// How many of the oldest *shared* entries (`shared`, oldest first, each timed by its
     /// place) no judge of this workload can use any more, in `state`, where every `always`
@@ -648,9 +654,9 @@ pub struct RecipeModel<W: Workload> {
     pub budget: FaultBudget,
     /// When applications act, and what the resource accepts.
     pub acting: Acting,
-    /// Drop each client's own history entries once no judge can use them
-    /// ([`Workload::settled`]), so that states which differ only in how an earlier round went
-    /// are one state. On in every check; off keeps the whole history (to compare the two).
+    /// Keep of the history only what some judge can still use ([`Workload::summarize_own`],
+    /// [`Workload::settled_shared`]), so that states which differ only in how an earlier round
+    /// went are one state. On in every check; off keeps the whole history (to compare the two).
     pub forget_settled: bool,
 }
 
@@ -1006,8 +1012,7 @@ impl<W: Workload> RecipeModel<W> {
         verdict::<W, 7>,
     ];
 
-    /// Drops the own entries of each client that no judge can use any more
-    /// ([`Workload::settled`]), and, if the shared history grew in this step, the shared
+    /// Keeps the summary of each client's own entries ([`Workload::summarize_own`]), and, if the shared history grew in this step, the shared
     /// entries none can ([`Workload::settled_shared`]); only if every `always` property holds
     /// (a violation is reported as found, on its whole history).
     fn drop_settled(workload: &W, state: &mut State<W>, shared_grew: bool) {
@@ -1041,9 +1046,16 @@ impl<W: Workload> RecipeModel<W> {
         for seat in &mut state.seats {
             let mut own = Vec::with_capacity(seat.log.len());
             seat.log.extend_oldest_first(&mut own);
-            let settled = workload.settled(&own, &in_flight);
-            if settled > 0 {
-                seat.log.forget_oldest(settled);
+            let Some(summary) = workload.summarize_own(&own, &in_flight) else {
+                continue;
+            };
+            let same = summary.len() == own.len() && summary.iter().zip(&own).all(|(a, b)| a == *b);
+            if !same {
+                let mut log = SharedLog::default();
+                for entry in summary {
+                    log.push(entry);
+                }
+                seat.log = log;
             }
         }
     }

@@ -211,8 +211,12 @@ impl Workload for LockWorkload {
     /// entries, and so are the roles. "Lock changed hands after a loss" also reads a client's
     /// own session expiries, but those come after every shared entry in the order it is judged
     /// in, so no role change follows them. "A waiter was woken", once true, stays true.
-    fn settled(&self, own: &[&HistoryEntry], in_flight: &BTreeSet<i64>) -> usize {
-        properties::herd_free_settled(own, LOCK_DIR, in_flight)
+    fn summarize_own(
+        &self,
+        own: &[&HistoryEntry],
+        in_flight: &BTreeSet<i64>,
+    ) -> Option<Vec<HistoryEntry>> {
+        Some(properties::herd_free_summary(own, LOCK_DIR, in_flight))
     }
 
     /// "Mutual exclusion" needs every accepted write; "leader elected" and "lock changed
@@ -361,11 +365,15 @@ impl<R: LeaderRecipe> Workload for R {
     /// acts and roles are shared entries, and its own session expiries come after every shared
     /// entry in the order "leadership changed hands after a loss" is judged in. Without a queue,
     /// none is needed.
-    fn settled(&self, own: &[&HistoryEntry], in_flight: &BTreeSet<i64>) -> usize {
-        match R::QUEUE {
-            Some(queue) => properties::herd_free_settled(own, queue, in_flight),
-            None => own.len(),
-        }
+    fn summarize_own(
+        &self,
+        own: &[&HistoryEntry],
+        in_flight: &BTreeSet<i64>,
+    ) -> Option<Vec<HistoryEntry>> {
+        Some(match R::QUEUE {
+            Some(queue) => properties::herd_free_summary(own, queue, in_flight),
+            None => Vec::new(),
+        })
     }
 
     /// "Single acting master" needs the last accepted act; "leader elected" and "leadership
