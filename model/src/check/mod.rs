@@ -967,13 +967,14 @@ impl<W: Workload> Model for RecipeModel<W> {
     }
 
     fn next_state(&self, state: &State<W>, action: Action) -> Option<State<W>> {
+        let watch_delivered = matches!(action, Action::Deliver(c)
+            if matches!(state.queues(c).inbox.front(), Some(Inbound::Watch(_))));
         let mut next = self.step(state, action)?;
         if next.history_len() != state.history_len() {
             next.judge();
         }
         if self.forget_settled {
-            let shared_grew = next.shared.len() != state.shared.len();
-            Self::drop_settled(&self.workload, &mut next, shared_grew);
+            Self::drop_settled(&self.workload, state, &mut next, watch_delivered);
         }
         Some(next)
     }
@@ -1015,7 +1016,8 @@ impl<W: Workload> RecipeModel<W> {
     /// Keeps the summary of each client's own entries ([`Workload::summarize_own`]), and, if the shared history grew in this step, the shared
     /// entries none can ([`Workload::settled_shared`]); only if every `always` property holds
     /// (a violation is reported as found, on its whole history).
-    fn drop_settled(workload: &W, state: &mut State<W>, shared_grew: bool) {
+    fn drop_settled(workload: &W, parent: &State<W>, state: &mut State<W>, watch_delivered: bool) {
+        let shared_grew = state.shared.len() != parent.shared.len();
         let own_entries = state.seats.iter().any(|seat| !seat.log.is_empty());
         if !own_entries && !shared_grew {
             return;
@@ -1031,7 +1033,18 @@ impl<W: Workload> RecipeModel<W> {
         if shared_grew {
             Self::drop_settled_shared(workload, state);
         }
-        if !own_entries {
+        // The parent's own logs are summaries already (every `always` property held there
+        // too, as it does here), and a summary of a summary is itself. A log needs summing up
+        // again only if this step wrote to it, or if it delivered a watch event: a wakeup
+        // kept because its transaction had events in flight may be done with.
+        let stale: Vec<usize> = (state.seats.iter().zip(&parent.seats))
+            .enumerate()
+            .filter(|(_, (seat, before))| {
+                !seat.log.is_empty() && (watch_delivered || seat.log != before.log)
+            })
+            .map(|(index, _)| index)
+            .collect();
+        if stale.is_empty() {
             return;
         }
         let in_flight: BTreeSet<i64> = state
@@ -1043,7 +1056,8 @@ impl<W: Workload> RecipeModel<W> {
                 _ => None,
             })
             .collect();
-        for seat in &mut state.seats {
+        for index in stale {
+            let seat = &mut state.seats[index];
             let mut own = Vec::with_capacity(seat.log.len());
             seat.log.extend_oldest_first(&mut own);
             let Some(summary) = workload.summarize_own(&own, &in_flight) else {
