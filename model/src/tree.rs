@@ -28,7 +28,11 @@ use zkh_recipes::symmetry::{hash_set_of_hashes, renamed_hashes, Renaming, Renami
 use zkh_recipes::{SessionId, Stat};
 
 /// One node.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Its hash leaves out `children`: they are the names of the tree's paths one level below it,
+/// so two trees with the same paths and the same nodes otherwise have the same children
+/// everywhere, and a child's creation need not hash its parent's list again.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     /// The data.
     pub data: Vec<u8>,
@@ -262,9 +266,12 @@ impl DataTree {
     }
 }
 
-/// A node's identities: its data (an instance id, say), its owner, its children's names.
-impl Symmetric for Node {
-    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+/// A node's parts as its hashes read them: its data, its owner (both may hold identities),
+/// and the rest, which holds none. Its children are left out (see [`Node`]).
+type NodeParts<'a> = (&'a [u8], &'a Option<SessionId>, [i64; 3], [i32; 3], bool);
+
+impl Node {
+    fn hashed_parts(&self) -> NodeParts<'_> {
         let Node {
             data,
             czxid,
@@ -275,12 +282,27 @@ impl Symmetric for Node {
             ephemeral_owner,
             container,
             creations,
-            children,
+            children: _derived_from_the_paths,
         } = self;
-        data.as_slice().hash_renamed(renaming, state);
-        (czxid, mzxid, pzxid, version, cversion, container, creations).hash(state);
-        ephemeral_owner.hash_renamed(renaming, state);
-        children.hash_renamed(renaming, state);
+        let zxids = [*czxid, *mzxid, *pzxid];
+        let counts = [*version, *cversion, *creations];
+        (data, ephemeral_owner, zxids, counts, *container)
+    }
+}
+
+/// A node's identities: its data (an instance id, say) and its owner.
+impl Symmetric for Node {
+    fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+        let (data, owner, zxids, counts, container) = self.hashed_parts();
+        data.hash_renamed(renaming, state);
+        owner.hash_renamed(renaming, state);
+        (zxids, counts, container).hash(state);
+    }
+}
+
+impl Hash for Node {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.hashed_parts().hash(state);
     }
 }
 

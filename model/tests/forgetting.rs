@@ -7,6 +7,8 @@
 //! must agree on everything but the forgotten entries, and on every verdict.
 #![cfg(not(madsim))]
 
+use std::collections::BTreeSet;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use stateright::Model;
@@ -15,10 +17,12 @@ use zkh_model::check::{
     MasterWorkload, RecipeModel, State, Workload,
 };
 use zkh_model::properties::Class;
+use zkh_model::zookeeper::ZkModel;
 use zkh_recipes::elastic_job::JobVariant;
 use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
+use zkh_recipes::path::{name_of, parent_of};
 
 /// Every kind of fault, once.
 const EVERY_FAULT: &str = "drop-request=1,drop-reply=1,expire=1,client-expire=1,leader-change=1";
@@ -47,6 +51,31 @@ fn own<W: Workload>(state: &State<W>, c: usize) -> Vec<String> {
     let mut entries = Vec::new();
     state.seats[c].log.extend_oldest_first(&mut entries);
     entries.iter().map(|entry| format!("{entry:?}")).collect()
+}
+
+/// What the server's hash leaves out because the rest determines it must agree with the rest:
+/// each node's children are the paths one level below it, and each session's ephemerals are
+/// the nodes it owns.
+fn derived_parts_agree(zk: &ZkModel, at: &str) {
+    let tree = zk.tree();
+    for (path, node) in tree.nodes() {
+        let below: BTreeSet<&str> = tree
+            .nodes()
+            .filter(|(other, _)| *other != "/" && parent_of(other) == path)
+            .map(|(other, _)| name_of(other))
+            .collect();
+        let children: BTreeSet<&str> = node.children.iter().map(String::as_str).collect();
+        assert_eq!(children, below, "{at}: the children of {path}");
+    }
+    for (session, held) in zk.sessions() {
+        let owned: BTreeSet<&str> = tree
+            .nodes()
+            .filter(|(_, node)| node.ephemeral_owner == Some(*session))
+            .map(|(path, _)| path)
+            .collect();
+        let ephemerals: BTreeSet<&str> = held.ephemerals.iter().map(String::as_str).collect();
+        assert_eq!(ephemerals, owned, "{at}: the ephemerals of {session:?}");
+    }
 }
 
 /// The shared history's events, oldest first, as text (without their times, which the
@@ -110,6 +139,7 @@ fn same_verdicts_acting<W: Workload>(name: &str, workload: W, acting: Acting) ->
                 .unwrap_or_else(|| panic!("{name}, seed {seed}: {path:?} is a path of both"));
             let at = || format!("{name}, seed {seed}, after {path:?}");
             assert_eq!(short.zk, long.zk, "{}: the server", at());
+            derived_parts_agree(&short.zk, &at());
             let (kept, all) = (shared(&short), shared(&long));
             assert!(
                 all.ends_with(&kept),
