@@ -158,13 +158,42 @@ pub struct Renaming<'a> {
     recorder: Option<&'a Recorder>,
 }
 
-/// The clients whose identities a skeleton's placeholders stand for, in order.
+/// What a skeleton's placeholders stand for, in order.
 #[derive(Debug, Default)]
 struct Recorder {
-    clients: RefCell<Vec<u32>>,
-    /// The value holds what a skeleton cannot express (a set with identities in it, whose
-    /// order a renaming changes; a part with renamed hashes of its own).
+    slots: RefCell<Vec<Slot>>,
+    /// The value holds what a skeleton cannot express (a part with renamed hashes of its own).
     unsupported: Cell<bool>,
+}
+
+/// One placeholder of a skeleton.
+#[derive(Debug)]
+enum Slot {
+    /// A client's identity.
+    Client(u32),
+    /// The members of a set that hold identities (a renaming may reorder them), each as its
+    /// own skeleton and placeholders; the set's other members are in the skeleton itself.
+    Set(Vec<(u64, Vec<Slot>)>),
+}
+
+/// Writes what `slots` stand for under `renaming` to `state`: each client renamed, each set as
+/// the order-free combination of its members' renamed hashes.
+fn write_slots<H: Hasher>(slots: &[Slot], renaming: &Renaming<'_>, state: &mut H) {
+    for slot in slots {
+        match slot {
+            Slot::Client(client) => state.write_u32(renaming.client(*client)),
+            Slot::Set(members) => {
+                let mut set = SetHash::default();
+                for (skeleton, slots) in members {
+                    let mut member = fixed_hasher();
+                    member.write_u64(*skeleton);
+                    write_slots(slots, renaming, &mut member);
+                    set.add(member.finish());
+                }
+                set.write(state);
+            }
+        }
+    }
 }
 
 impl<'a> Renaming<'a> {
@@ -225,7 +254,7 @@ impl<'a> Renaming<'a> {
     fn identity<H: Hasher>(&self, client: u32, kind: u8, state: &mut H) {
         state.write_u8(kind);
         match self.recorder {
-            Some(recorder) => recorder.clients.borrow_mut().push(client),
+            Some(recorder) => recorder.slots.borrow_mut().push(Slot::Client(client)),
             None => state.write_u32(self.client(client)),
         }
     }
@@ -293,8 +322,11 @@ pub fn renamed_hash<T: Symmetric + ?Sized>(value: &T, renaming: &Renaming<'_>) -
 /// with identities in places: hashed once with placeholders, recording whose identity stands
 /// in each place, a value's hash under a renaming is then the skeleton's hash and the renamed
 /// clients, in order. Two values equal up to a renaming have the same skeleton and renamed
-/// clients, so this is as faithful as hashing each renamed value. A value that holds a set
-/// with identities in it (which a renaming reorders) is hashed once per renaming instead.
+/// clients, so this is as faithful as hashing each renamed value. A set whose members hold
+/// identities (which a renaming may reorder) is one placeholder that keeps each such member's
+/// own skeleton and placeholders; under a renaming it stands for the order-free combination of
+/// those members' renamed hashes, as the set itself would hash. Only a value with renamed
+/// hashes of its own (which it must not compute again here) is hashed once per renaming.
 pub fn renamed_hashes<T: Symmetric + ?Sized>(value: &T, all: &Renamings) -> Box<[u64]> {
     let recorder = Recorder::default();
     let recording = Renaming {
@@ -309,14 +341,12 @@ pub fn renamed_hashes<T: Symmetric + ?Sized>(value: &T, all: &Renamings) -> Box<
             .map(|renaming| renamed_hash(value, &renaming))
             .collect();
     }
-    let clients = recorder.clients.into_inner();
+    let slots = recorder.slots.into_inner();
     all.iter()
         .map(|renaming| {
             let mut hasher = fixed_hasher();
             hasher.write_u64(skeleton);
-            for client in &clients {
-                hasher.write_u32(renaming.client(*client));
-            }
+            write_slots(&slots, &renaming, &mut hasher);
             hasher.finish()
         })
         .collect()
@@ -348,9 +378,9 @@ where
     H: Hasher,
 {
     let mut set = SetHash::default();
+    let mut with_identities = Vec::new();
     for item in items {
         let hash = match renaming.recorder {
-            // A skeleton can hold a set only if no identity is in it.
             Some(_) => {
                 let own = Recorder::default();
                 let recording = Renaming {
@@ -358,9 +388,15 @@ where
                     ..*renaming
                 };
                 let hash = renamed_hash(&item, &recording);
-                if own.unsupported.get() || !own.clients.borrow().is_empty() {
+                if own.unsupported.get() {
                     // The skeleton is dropped: hashed under each renaming instead.
                     return renaming.unsupported();
+                }
+                let slots = own.slots.into_inner();
+                if !slots.is_empty() {
+                    // Where it goes in the set depends on the renaming: a placeholder.
+                    with_identities.push((hash, slots));
+                    continue;
                 }
                 hash
             }
@@ -369,6 +405,12 @@ where
         set.add(hash);
     }
     set.write(state);
+    if let Some(recorder) = renaming.recorder {
+        state.write_usize(with_identities.len());
+        if !with_identities.is_empty() {
+            recorder.slots.borrow_mut().push(Slot::Set(with_identities));
+        }
+    }
 }
 
 /// Hashes a set given its items' hashes, in any order, as [`hash_unordered`] does: for a set
@@ -663,6 +705,7 @@ impl<T: Symmetric, E: Symmetric> Symmetric for Result<T, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn renamings() -> Renamings {
         Renamings::new(vec![SessionId(10), SessionId(11), SessionId(12)])
@@ -743,6 +786,43 @@ mod tests {
             renamed_hash(&names(0, 2), &all.get(0)),
             renamed_hash(&names(2, 0), &all.get(0)),
             "which client holds which sequence number still counts"
+        );
+    }
+
+    #[test]
+    fn a_skeleton_holds_sets_whose_members_hold_identities() {
+        // A watch table: paths with identities in them, each watched by sessions.
+        let all = Renamings::new(vec![SessionId(10), SessionId(11), SessionId(12)]);
+        let table = |a: usize, b: usize, watcher: i64| {
+            let mut watched = std::collections::BTreeMap::new();
+            let node = |c: usize| format!("/latch/_c_{}-latch-0000000001", identity_of(c));
+            watched.insert(node(a), BTreeSet::from([SessionId(watcher), SessionId(99)]));
+            watched.insert(node(b), BTreeSet::new());
+            watched.insert("/latch".to_owned(), BTreeSet::from([SessionId(watcher)]));
+            (watched, identity_of(a))
+        };
+        let value = table(0, 2, 11);
+        let skeletons = renamed_hashes(&value, &all);
+        for renaming in all.iter() {
+            // Client c becomes renaming.client(c); its first session, 10 + c, goes with it.
+            let to = |c: usize| renaming.client(c as u32) as usize;
+            let renamed = table(to(0), to(2), 10 + to(1) as i64);
+            assert_eq!(
+                skeletons[renaming.index()],
+                renamed_hashes(&renamed, &all)[0],
+                "renaming {}",
+                renaming.index()
+            );
+            // As faithful as hashing each renamed value.
+            assert_eq!(
+                renamed_hash(&value, &renaming),
+                renamed_hash(&renamed, &all.get(0))
+            );
+        }
+        let other = renamed_hashes(&table(0, 2, 12), &all);
+        assert!(
+            !other.contains(&skeletons[0]),
+            "who watches still counts, under every renaming"
         );
     }
 
