@@ -47,13 +47,23 @@
 //! # Properties
 //!
 //! Each workload names its `always` properties, each paired with `sometimes` checks so that a
-//! pass cannot be empty, and "leader elected" as `eventually`: after the last fault someone
-//! takes the role (stateright checks `eventually` on every maximal path). The state graph of
-//! the lock, the latch and the elections is acyclic: every step grows a history, an id counter
-//! or the server's zxid. The sharded job's is not: a poll that finds nothing new returns the
-//! instance to the state it polled from (see [`JobWorkload`]). A search stops at a state it has
-//! seen, which is sound for `always` and `sometimes`; for `eventually` it means a path that
-//! polls for ever is not reported, only a maximal path that ends without the property.
+//! pass cannot be empty, and "leader elected" as a liveness property: after the last fault
+//! someone takes the role. It is checked where the clients have *settled*
+//! ([`RecipeModel::settled`]): nothing is in flight, no timer is pending, no application has
+//! anything left to do, and some client still takes part in the recipe. Only a fault could move
+//! such a state on, so a role must have been taken since the last one. This is stronger than
+//! stateright's `eventually`, which a path satisfies if the property held at any state of it
+//! (so a leader elected before the last fault would do), and which can miss a violation where
+//! two paths join (stateright says so); a check on each settled state is a plain invariant,
+//! sound however states are shared. A state where every client has finished (each lock client
+//! acquired once and left) is not judged: nobody is left to take the role.
+//!
+//! The state graphs of the lock, the latch and the elections have no cycles in practice: a
+//! recipe retries only after a lost request or reply, which the budget bounds, and otherwise
+//! moves on when a write changes the server (whose zxid only grows). The sharded job's has: a
+//! poll that finds nothing new returns the instance to the state it polled from (see
+//! [`JobWorkload`]). A search stops at a state it has seen, which is sound for every property
+//! here; a path that polls for ever never settles, so it is not judged for liveness.
 //!
 //! # Forgetting settled history
 //!
@@ -983,17 +993,50 @@ impl<W: Workload> Model for RecipeModel<W> {
         W::judges()
             .iter()
             .enumerate()
-            .map(|(index, judge)| Property {
-                expectation: judge.expectation.clone(),
-                name: judge.name,
-                condition: Self::VERDICTS[index],
+            .map(|(index, judge)| match judge.expectation {
+                // Judged where the clients have settled (see the module docs).
+                Expectation::Eventually => Property {
+                    expectation: Expectation::Always,
+                    name: judge.name,
+                    condition: Self::SETTLED_VERDICTS[index],
+                },
+                _ => Property {
+                    expectation: judge.expectation.clone(),
+                    name: judge.name,
+                    condition: Self::VERDICTS[index],
+                },
             })
             .collect()
     }
 }
 
+impl<W: Workload> RecipeModel<W> {
+    /// Whether the clients have settled: nothing is in flight, no timer is pending, no
+    /// application has anything to do, and one of them still takes part in the recipe. Only a
+    /// fault can move such a state on, and a liveness property must hold in it.
+    pub fn settled(&self, state: &State<W>) -> bool {
+        let idle = state.seats.iter().all(|seat| {
+            seat.queues.inbox.is_empty()
+                && seat.queues.outbox.is_empty()
+                && seat.client.timers.is_empty()
+                && !self.workload.can_act(&seat.client.app)
+        });
+        let taking_part = state
+            .seats
+            .iter()
+            .any(|seat| !self.workload.finished(&seat.client.app));
+        idle && taking_part
+    }
+}
+
 /// A property's condition, as stateright takes it.
 type Condition<W> = fn(&RecipeModel<W>, &State<W>) -> bool;
+
+/// Reads verdict bit `N` of a state where the clients have settled ([`RecipeModel::settled`]);
+/// true elsewhere.
+fn settled_verdict<W: Workload, const N: u8>(model: &RecipeModel<W>, state: &State<W>) -> bool {
+    state.verdicts & (1 << N) != 0 || !model.settled(state)
+}
 
 /// Reads verdict bit `N` of a state.
 fn verdict<W: Workload, const N: u8>(_: &RecipeModel<W>, state: &State<W>) -> bool {
@@ -1002,6 +1045,17 @@ fn verdict<W: Workload, const N: u8>(_: &RecipeModel<W>, state: &State<W>) -> bo
 
 impl<W: Workload> RecipeModel<W> {
     /// Property conditions reading each verdict bit (stateright takes plain function pointers).
+    const SETTLED_VERDICTS: [Condition<W>; MAX_JUDGES] = [
+        settled_verdict::<W, 0>,
+        settled_verdict::<W, 1>,
+        settled_verdict::<W, 2>,
+        settled_verdict::<W, 3>,
+        settled_verdict::<W, 4>,
+        settled_verdict::<W, 5>,
+        settled_verdict::<W, 6>,
+        settled_verdict::<W, 7>,
+    ];
+
     const VERDICTS: [Condition<W>; MAX_JUDGES] = [
         verdict::<W, 0>,
         verdict::<W, 1>,
