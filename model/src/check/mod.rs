@@ -48,22 +48,22 @@
 //!
 //! Each workload names its `always` properties, each paired with `sometimes` checks so that a
 //! pass cannot be empty, and "leader elected" as a liveness property: after the last fault
-//! someone takes the role. It is checked where the clients have *settled*
-//! ([`RecipeModel::settled`]): nothing is in flight, no timer is pending, no application has
-//! anything left to do, and some client still takes part in the recipe. Only a fault could move
-//! such a state on, so a role must have been taken since the last one. This is stronger than
-//! stateright's `eventually`, which a path satisfies if the property held at any state of it
-//! (so a leader elected before the last fault would do), and which can miss a violation where
-//! two paths join (stateright says so); a check on each settled state is a plain invariant,
-//! sound however states are shared. A state where every client has finished (each lock client
-//! acquired once and left) is not judged: nobody is left to take the role.
+//! someone takes the role. It is checked at *quiescence* ([`RecipeModel::quiescent`]): nothing
+//! is in flight, no timer is pending, no application has anything left to do, and some client
+//! still takes part in the recipe. Only a fault could move such a state on, so a role must have
+//! been taken since the last one. This is stronger than stateright's `eventually`, which a
+//! path satisfies if the property held at any state of it (so a leader elected before the last
+//! fault would do), and which can miss a violation where two paths join (stateright says so);
+//! a check on each quiescent state is a plain invariant, sound however states are shared. A
+//! state where every client has finished (each lock client acquired once and left) is not
+//! judged: nobody is left to take the role.
 //!
 //! The state graphs of the lock, the latch and the elections have no cycles in practice: a
 //! recipe retries only after a lost request or reply, which the budget bounds, and otherwise
 //! moves on when a write changes the server (whose zxid only grows). The sharded job's has: a
 //! poll that finds nothing new returns the instance to the state it polled from (see
 //! [`JobWorkload`]). A search stops at a state it has seen, which is sound for every property
-//! here; a path that polls for ever never settles, so it is not judged for liveness.
+//! here; a path that polls for ever is never quiescent, so it is not judged for liveness.
 //!
 //! # Forgetting settled history
 //!
@@ -994,11 +994,11 @@ impl<W: Workload> Model for RecipeModel<W> {
             .iter()
             .enumerate()
             .map(|(index, judge)| match judge.expectation {
-                // Judged where the clients have settled (see the module docs).
+                // Judged at quiescence (see the module docs).
                 Expectation::Eventually => Property {
                     expectation: Expectation::Always,
                     name: judge.name,
-                    condition: Self::SETTLED_VERDICTS[index],
+                    condition: Self::QUIESCENT_VERDICTS[index],
                 },
                 _ => Property {
                     expectation: judge.expectation.clone(),
@@ -1011,10 +1011,10 @@ impl<W: Workload> Model for RecipeModel<W> {
 }
 
 impl<W: Workload> RecipeModel<W> {
-    /// Whether the clients have settled: nothing is in flight, no timer is pending, no
+    /// Whether the clients are quiescent: nothing is in flight, no timer is pending, no
     /// application has anything to do, and one of them still takes part in the recipe. Only a
     /// fault can move such a state on, and a liveness property must hold in it.
-    pub fn settled(&self, state: &State<W>) -> bool {
+    pub fn quiescent(&self, state: &State<W>) -> bool {
         let idle = state.seats.iter().all(|seat| {
             seat.queues.inbox.is_empty()
                 && seat.queues.outbox.is_empty()
@@ -1032,10 +1032,10 @@ impl<W: Workload> RecipeModel<W> {
 /// A property's condition, as stateright takes it.
 type Condition<W> = fn(&RecipeModel<W>, &State<W>) -> bool;
 
-/// Reads verdict bit `N` of a state where the clients have settled ([`RecipeModel::settled`]);
+/// Reads verdict bit `N` of a quiescent state ([`RecipeModel::quiescent`]);
 /// true elsewhere.
-fn settled_verdict<W: Workload, const N: u8>(model: &RecipeModel<W>, state: &State<W>) -> bool {
-    state.verdicts & (1 << N) != 0 || !model.settled(state)
+fn quiescent_verdict<W: Workload, const N: u8>(model: &RecipeModel<W>, state: &State<W>) -> bool {
+    state.verdicts & (1 << N) != 0 || !model.quiescent(state)
 }
 
 /// Reads verdict bit `N` of a state.
@@ -1045,15 +1045,15 @@ fn verdict<W: Workload, const N: u8>(_: &RecipeModel<W>, state: &State<W>) -> bo
 
 impl<W: Workload> RecipeModel<W> {
     /// Property conditions reading each verdict bit (stateright takes plain function pointers).
-    const SETTLED_VERDICTS: [Condition<W>; MAX_JUDGES] = [
-        settled_verdict::<W, 0>,
-        settled_verdict::<W, 1>,
-        settled_verdict::<W, 2>,
-        settled_verdict::<W, 3>,
-        settled_verdict::<W, 4>,
-        settled_verdict::<W, 5>,
-        settled_verdict::<W, 6>,
-        settled_verdict::<W, 7>,
+    const QUIESCENT_VERDICTS: [Condition<W>; MAX_JUDGES] = [
+        quiescent_verdict::<W, 0>,
+        quiescent_verdict::<W, 1>,
+        quiescent_verdict::<W, 2>,
+        quiescent_verdict::<W, 3>,
+        quiescent_verdict::<W, 4>,
+        quiescent_verdict::<W, 5>,
+        quiescent_verdict::<W, 6>,
+        quiescent_verdict::<W, 7>,
     ];
 
     const VERDICTS: [Condition<W>; MAX_JUDGES] = [
