@@ -183,7 +183,10 @@ fn the_job_election_is_symmetric_in_its_clients() {
 
 #[test]
 fn the_master_election_is_symmetric_in_its_clients() {
-    sound("master", &model(MasterWorkload, Acting::CaughtUp));
+    sound(
+        "master",
+        &model(MasterWorkload::default(), Acting::CaughtUp),
+    );
 }
 
 #[test]

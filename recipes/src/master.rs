@@ -15,8 +15,17 @@
 //! The book's master keeps acting while disconnected; only the expiry stops it. That is why its
 //! side effects need a fencing token (the `czxid` of `/master`): a master paused past its
 //! session's expiry wakes up believing it still leads.
+//!
+//! # Known-bad variant, kept as a positive control
+//!
+//! [`MasterVariant::NoWatch`]: a backup checks that a master exists but sets no watch on its
+//! node, the mistake the book's `masterExists` warns against. While the master lives, nothing
+//! shows; once its session expires, nobody learns that `/master` is gone, and the application
+//! runs without a master for good.
 
 use std::hash::{Hash, Hasher};
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::ZkError;
 use crate::event::{EventType, SessionEvent};
@@ -46,6 +55,17 @@ pub enum MasterReport {
     Stopped,
 }
 
+/// Which master election: the book's, or the known-bad variant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MasterVariant {
+    /// Backups watch the master's node and run again when it goes.
+    #[default]
+    Correct,
+    /// Backups set no watch: nobody runs again once the master is gone.
+    NoWatch,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Step {
     Run,
@@ -56,6 +76,7 @@ enum Step {
 /// `runForMaster` as a state machine.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MasterMachine {
+    variant: MasterVariant,
     path: String,
     id: String,
     ids: Ids,
@@ -68,7 +89,13 @@ pub struct MasterMachine {
 impl MasterMachine {
     /// An election on `path` (the book's `/master`) for the process `id`.
     pub fn new(path: &str, id: &str) -> MasterMachine {
+        MasterMachine::with_variant(MasterVariant::Correct, path, id)
+    }
+
+    /// [`MasterMachine::new`], as `variant` does it.
+    pub fn with_variant(variant: MasterVariant, path: &str, id: &str) -> MasterMachine {
         MasterMachine {
+            variant,
             path: path.to_owned(),
             id: id.to_owned(),
             ids: Ids::default(),
@@ -116,7 +143,11 @@ impl MasterMachine {
                     out.push(Command::Report(MasterReport::Backup));
                 }
                 self.role = Some(false);
-                self.issue(Step::Watch, out);
+                match self.variant {
+                    MasterVariant::Correct => self.issue(Step::Watch, out),
+                    // The known-bad backup: it saw a master, and will not look again.
+                    MasterVariant::NoWatch => {}
+                }
             }
         }
     }
@@ -217,6 +248,7 @@ crate::symmetric_as_hash!(Step);
 impl Symmetric for MasterMachine {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
         let MasterMachine {
+            variant,
             path,
             id,
             ids,
@@ -225,7 +257,7 @@ impl Symmetric for MasterMachine {
             role,
             stopped,
         } = self;
-        (ids, step, retry, role, stopped).hash(state);
+        (variant, ids, step, retry, role, stopped).hash(state);
         (path, id).hash_renamed(renaming, state);
     }
 }
@@ -259,23 +291,55 @@ mod tests {
             .expect("a timer")
     }
 
+    /// `master` after it ran for master and its create was answered `result`: what it did then.
+    fn ran(
+        mut master: MasterMachine,
+        result: Result<Response, ZkError>,
+    ) -> (MasterMachine, Vec<Command<MasterReport>>) {
+        let mut out = Vec::new();
+        master.handle(Input::Request(MasterRequest::Run), &mut out);
+        let (id, _) = op(&out);
+        out.clear();
+        master.handle(Input::Reply { id, result }, &mut out);
+        (master, out)
+    }
+
+    /// `master` after it ran for master and found another there.
+    fn backup(master: MasterMachine) -> (MasterMachine, Vec<Command<MasterReport>>) {
+        ran(master, Err(ZkError::NodeExists))
+    }
+
+    #[test]
+    fn a_backup_watches_the_master_and_the_no_watch_variant_does_not() {
+        for (variant, watches) in [
+            (MasterVariant::Correct, true),
+            (MasterVariant::NoWatch, false),
+        ] {
+            let (_, out) = backup(MasterMachine::with_variant(variant, "/master", "me"));
+            assert!(
+                out.contains(&Command::Report(MasterReport::Backup)),
+                "{out:?}"
+            );
+            let watch = Request::Exists {
+                path: "/master".into(),
+                watch: true,
+            };
+            let watched = out
+                .iter()
+                .any(|c| matches!(c, Command::Op { request, .. } if *request == watch));
+            assert_eq!(watched, watches, "{variant:?}: {out:?}");
+        }
+    }
+
     #[test]
     fn connection_loss_on_create_checks_whose_master_it_is() {
         for (data, expected) in [
             (b"me".to_vec(), MasterReport::Master { token: 9 }),
             (b"other".to_vec(), MasterReport::Backup),
         ] {
-            let mut master = MasterMachine::new("/master", "me");
-            let mut out = Vec::new();
-            master.handle(Input::Request(MasterRequest::Run), &mut out);
-            let (id, _) = op(&out);
-            out.clear();
-            master.handle(
-                Input::Reply {
-                    id,
-                    result: Err(ZkError::ConnectionLoss),
-                },
-                &mut out,
+            let (mut master, mut out) = ran(
+                MasterMachine::new("/master", "me"),
+                Err(ZkError::ConnectionLoss),
             );
             let retry = timer(&out);
             out.clear();
@@ -307,18 +371,7 @@ mod tests {
 
     #[test]
     fn node_exists_makes_a_backup_that_runs_again_on_deletion_and_expiry_stops() {
-        let mut master = MasterMachine::new("/master", "me");
-        let mut out = Vec::new();
-        master.handle(Input::Request(MasterRequest::Run), &mut out);
-        let (id, _) = op(&out);
-        out.clear();
-        master.handle(
-            Input::Reply {
-                id,
-                result: Err(ZkError::NodeExists),
-            },
-            &mut out,
-        );
+        let (mut master, mut out) = backup(MasterMachine::new("/master", "me"));
         assert_eq!(out[0], Command::Report(MasterReport::Backup));
         let (id, request) = op(&out);
         assert_eq!(

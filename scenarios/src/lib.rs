@@ -33,6 +33,7 @@ use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::fencing::Fencing;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
+use zkh_recipes::master::MasterVariant;
 use zkh_recipes::Request;
 use zkh_sim::fault::{Fault, FaultPlan, OpKind, ScriptedFault, ServerRef, Trigger, TriggeredFault};
 
@@ -64,8 +65,8 @@ pub enum RecipeKind {
     Latch(LatchVariant),
     /// Elastic-Job's per-job election.
     Election(ElectionVariant),
-    /// The book's master election (no known-bad variant).
-    Master,
+    /// The book's master election.
+    Master(MasterVariant),
     /// Elastic-Job's sharded job: sharding, claims and failover.
     Job(JobVariant),
 }
@@ -98,12 +99,7 @@ impl Recipe {
             "election" => {
                 RecipeKind::Election(variant(name, variant_name, "correct, check-then-write")?)
             }
-            "master" if variant_name == "correct" => RecipeKind::Master,
-            "master" => {
-                return Err(format!(
-                    "master has no variant {variant_name:?} (known: correct)"
-                ))
-            }
+            "master" => RecipeKind::Master(variant(name, variant_name, "correct, no-watch")?),
             "job" => RecipeKind::Job(variant(
                 name,
                 variant_name,
@@ -155,7 +151,7 @@ impl Recipe {
     /// The master election model, if this is the master election.
     pub fn master_model(&self) -> Option<RecipeModel<MasterWorkload>> {
         match self.kind {
-            RecipeKind::Master => Some(self.model(MasterWorkload)),
+            RecipeKind::Master(variant) => Some(self.model(MasterWorkload { variant })),
             _ => None,
         }
     }
@@ -182,7 +178,7 @@ impl Recipe {
             RecipeKind::Lock(_) => zkh_model::check::LOCK_DIR,
             RecipeKind::Latch(_) => zkh_model::check::LATCH_DIR,
             RecipeKind::Election(_) | RecipeKind::Job(_) => zkh_model::check::JOB_DIR,
-            RecipeKind::Master => "/app",
+            RecipeKind::Master(_) => "/app",
         }
     }
 }
@@ -224,7 +220,7 @@ macro_rules! any_model {
                 let $model = (&$recipe).election_model().expect("the election");
                 $body
             }
-            $crate::RecipeKind::Master => {
+            $crate::RecipeKind::Master(_) => {
                 let $model = (&$recipe).master_model().expect("the master election");
                 $body
             }

@@ -56,8 +56,8 @@ struct ModelArgs {
     /// `--clients 2`; see README).
     recipe: String,
     /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`;
-    /// latch: `trust-predecessor`, `no-owner-check`; election: `check-then-write`; job:
-    /// `one-item-per-idle`, `no-cycle-claim`).
+    /// latch: `trust-predecessor`, `no-owner-check`; election: `check-then-write`; master:
+    /// `no-watch`; job: `one-item-per-idle`, `no-cycle-claim`).
     #[arg(long, default_value = "correct")]
     variant: String,
     /// Client processes.

@@ -8,7 +8,7 @@
 //! The [`NoCycleClaim`](JobVariant::NoCycleClaim) variant, which runs items without claiming
 //! them, breaks it: an instance runs its items and its session expires, and the survivor's
 //! failover runs them again in the same cycle. "Herd free" is judged on the election's latch,
-//! "leader elected" after the last fault, and "an item failed over" is the `sometimes` check
+//! "leader elected" at quiescence, and "an item failed over" is the `sometimes` check
 //! that keeps a pass from being empty.
 //!
 //! # The bounds that make the space finite
@@ -200,8 +200,9 @@ impl Workload for JobWorkload {
     /// "No shard executed twice" needs every run; "leader elected" the roles it follows; "an
     /// item failed over" reads only failed-over runs, of which there is none to drop until it
     /// has happened.
-    fn settled_shared(&self, shared: &[&HistoryEntry], state: &State<Self>) -> usize {
-        let elected = properties::leader_elected_settled(shared, &["leader"], state.last_fault_at);
+    fn settled_shared(&self, shared: &[&HistoryEntry], _: &State<Self>) -> usize {
+        let now = shared.len() as u64;
+        let elected = properties::leader_elected_settled(shared, &["leader"], now);
         properties::no_shard_executed_twice_settled(shared, JOB_DIR).min(elected)
     }
 }

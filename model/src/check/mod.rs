@@ -47,16 +47,18 @@
 //! # Properties
 //!
 //! Each workload names its `always` properties, each paired with `sometimes` checks so that a
-//! pass cannot be empty, and "leader elected" as a liveness property: after the last fault
-//! someone takes the role. It is checked at *quiescence* ([`RecipeModel::quiescent`]): nothing
-//! is in flight, no timer is pending, no application has anything left to do, and some client
-//! still takes part in the recipe. Only a fault could move such a state on, so a role must have
-//! been taken since the last one. This is stronger than stateright's `eventually`, which a
-//! path satisfies if the property held at any state of it (so a leader elected before the last
-//! fault would do), and which can miss a violation where two paths join (stateright says so);
-//! a check on each quiescent state is a plain invariant, sound however states are shared. A
-//! state where every client has finished (each lock client acquired once and left) is not
-//! judged: nobody is left to take the role.
+//! pass cannot be empty, and "leader elected" as a liveness property, checked at *quiescence*
+//! ([`RecipeModel::quiescent`]): where nothing is in flight, no timer is pending, no
+//! application has anything left to do and some client still takes part in the recipe, some
+//! client holds the role. Only a fault could move such a state on; the recipe has had every
+//! chance to recover. (The property's function is the simulator's, asked whether someone holds
+//! the role at the end of the history: the model's present is the simulator's heal time.) This
+//! is stronger than stateright's `eventually`, which a path satisfies if the property held at
+//! any state of it, so that a leader elected before the last fault would do (the master's
+//! `no-watch` variant shows the difference), and which can miss a violation where two paths
+//! join (stateright says so); a check on each quiescent state is a plain invariant, sound
+//! however states are shared. A state where every client has finished (each lock client
+//! acquired once and left) is not judged: nobody is left to take the role.
 //!
 //! The state graphs of the lock, the latch and the elections have no cycles in practice: a
 //! recipe retries only after a lost request or reply, which the budget bounds, and otherwise
@@ -82,11 +84,10 @@
 //! The shared history is forgotten the same way, oldest first ([`Workload::settled_shared`]):
 //! each property says how much of it it can do without, and the checker drops the least of
 //! those and renumbers the rest from 0. "Single acting master" needs only the last accepted act
-//! (tokens never go down while it holds); "leader elected" only what came after the last fault
-//! and each client's last role before it, if that role is held; "leadership changed hands
-//! after a loss", until it happens, only what came since the current holder took the role.
-//! "Mutual exclusion" and "no shard executed twice" keep every write and every run. This takes
-//! a sixth off the three-client job election.
+//! (tokens never go down while it holds); "leader elected" only each holder's last role;
+//! "leadership changed hands after a loss", until it happens, only what came since the current
+//! holder took the role. "Mutual exclusion" and "no shard executed twice" keep every write and
+//! every run.
 //!
 //! `tests/forgetting.rs` walks every recipe with and without forgetting, in step, and requires
 //! the same verdicts at every step; [`RecipeModel::forget_settled`] turns it off (the command
@@ -280,8 +281,8 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     /// How many of the oldest *shared* entries (`shared`, oldest first, each timed by its
     /// place) no judge of this workload can use any more, in `state`, where every `always`
     /// property holds: dropping them changes no verdict of that state or of any after it. The
-    /// checker renumbers the entries it keeps from 0, and the last fault's time with them, so
-    /// a judge may compare times only with each other and with the last fault. A `sometimes`
+    /// checker renumbers the entries it keeps from 0, so a judge may compare times only with
+    /// each other and with the present (the history's length). A `sometimes`
     /// judge that has happened ([`State::happened`]) is judged no more and needs nothing. By
     /// default none.
     fn settled_shared(&self, shared: &[&HistoryEntry], state: &State<Self>) -> usize {
@@ -385,8 +386,6 @@ pub struct State<W: Workload> {
     /// What happened where the order between clients matters: roles, side effects, faults,
     /// losses of connection or session.
     pub shared: SharedLog<HistoryEntry>,
-    /// The shared history's length at the last fault (0 if none).
-    pub last_fault_at: u64,
     /// The resource's fence (used when acting is [`Acting::Fenced`]).
     pub resource: FencedResource,
     /// The verdicts of the workload's judges on this state's history, one bit each (a cache:
@@ -413,14 +412,13 @@ impl<W: Workload> Hash for State<W> {
             abandoned,
             budget,
             shared,
-            last_fault_at,
             resource,
             verdicts,
             renamings: _,
             least_renamed_hash: _,
         } = self;
         (zk, seats, abandoned, budget, shared).hash(state);
-        (last_fault_at, resource, verdicts).hash(state);
+        (resource, verdicts).hash(state);
     }
 }
 
@@ -447,7 +445,6 @@ impl<W: Workload> State<W> {
             abandoned,
             budget,
             shared,
-            last_fault_at,
             resource,
             verdicts,
             renamings: _,
@@ -464,7 +461,7 @@ impl<W: Workload> State<W> {
         let clients = seats.len();
         let abandoned = (!abandoned.is_empty()).then(|| renamed_hashes(abandoned, all));
         let shared = shared.renamed_hashes(all);
-        let plain = crate::shared::hash_of(&(budget, last_fault_at, resource, verdicts));
+        let plain = crate::shared::hash_of(&(budget, resource, verdicts));
         all.iter().map(move |renaming| {
             let k = renaming.index();
             let mut hasher = crate::shared::fixed_hasher();
@@ -730,7 +727,6 @@ impl<W: Workload> RecipeModel<W> {
 
     fn fault(state: &mut State<W>, description: String) {
         Self::push(state, HistoryEvent::Fault { description });
-        state.last_fault_at = state.shared.len() as u64;
     }
 
     /// Feeds `input` to client `c`'s machine and carries out its commands.
@@ -841,7 +837,6 @@ impl<W: Workload> Model for RecipeModel<W> {
             abandoned: BTreeSet::new(),
             budget: self.budget,
             shared: SharedLog::default(),
-            last_fault_at: 0,
             resource: FencedResource::new(),
             verdicts: 0,
             renamings: None,
@@ -1154,7 +1149,6 @@ impl<W: Workload> RecipeModel<W> {
             renumbered.push(entry);
         }
         state.shared = renumbered;
-        state.last_fault_at = state.last_fault_at.saturating_sub(settled as u64);
     }
 
     /// The state after `action`, its verdicts not yet updated.
