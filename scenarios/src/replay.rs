@@ -67,6 +67,10 @@ pub fn replay(scenario: &Scenario, seed: u64) -> Result<WorkloadOutcome, String>
                 sharded_job(s, variant, config, plan)
             }))
         }
+        "master" => Err(
+            "the simulator runs no master election: a master scenario is checked by the model only"
+                .to_owned(),
+        ),
         other => Err(format!("the scenario names an unknown recipe {other:?}")),
     }
 }
