@@ -1,0 +1,106 @@
+//! Forgetting settled history: what of a state's history the checker keeps, and what it drops
+//! (see the module docs of [`check`](super), "Forgetting settled history").
+
+use std::collections::BTreeSet;
+
+use stateright::Expectation;
+
+use super::{Inbound, RecipeModel, SharedLog, State, Workload};
+use crate::history::HistoryEntry;
+
+impl<W: Workload> RecipeModel<W> {
+    /// Keeps the summary of each client's own entries ([`Workload::summarize_own`]) and, if the
+    /// shared history grew in this step, drops the shared entries no judge can use
+    /// ([`Workload::settled_shared`]); only if every `always` property holds (a violation is
+    /// reported as found, on its whole history).
+    pub(super) fn drop_settled(
+        workload: &W,
+        parent: &State<W>,
+        state: &mut State<W>,
+        watch_delivered: bool,
+    ) {
+        let shared_grew = state.shared.len() != parent.shared.len();
+        let own_entries = state.seats.iter().any(|seat| !seat.log.is_empty());
+        if !own_entries && !shared_grew {
+            return;
+        }
+        let always = W::judges()
+            .iter()
+            .enumerate()
+            .filter(|(_, judge)| judge.expectation == Expectation::Always)
+            .fold(0, |mask, (index, _)| mask | 1 << index);
+        if state.verdicts & always != always {
+            return;
+        }
+        if shared_grew {
+            Self::drop_settled_shared(workload, state);
+        }
+        // The parent's own logs are summaries already (every `always` property held there
+        // too, as it does here), and a summary of a summary is itself. A log needs summing up
+        // again only if this step wrote to it, or if it delivered a watch event: a wakeup
+        // kept because its transaction had events in flight may be done with.
+        let stale: Vec<usize> = (state.seats.iter().zip(&parent.seats))
+            .enumerate()
+            .filter(|(_, (seat, before))| {
+                !seat.log.is_empty() && (watch_delivered || seat.log != before.log)
+            })
+            .map(|(index, _)| index)
+            .collect();
+        if stale.is_empty() {
+            return;
+        }
+        let in_flight: BTreeSet<i64> = state
+            .seats
+            .iter()
+            .flat_map(|seat| seat.queues.inbox.iter())
+            .filter_map(|inbound| match inbound {
+                Inbound::Watch(event) => Some(event.zxid),
+                _ => None,
+            })
+            .collect();
+        for index in stale {
+            let seat = &mut state.seats[index];
+            let mut own = Vec::with_capacity(seat.log.len());
+            seat.log.extend_oldest_first(&mut own);
+            let Some(summary) = workload.summarize_own(&own, &in_flight) else {
+                continue;
+            };
+            let same = summary.len() == own.len() && summary.iter().zip(&own).all(|(a, b)| a == *b);
+            if !same {
+                let mut log = SharedLog::default();
+                for entry in summary {
+                    log.push(entry);
+                }
+                seat.log = log;
+            }
+        }
+    }
+
+    /// Drops the oldest shared entries that no judge can use any more
+    /// ([`Workload::settled_shared`]), and renumbers the rest from 0: the shared history
+    /// becomes the one its kept entries would make alone, whatever came before them.
+    fn drop_settled_shared(workload: &W, state: &mut State<W>) {
+        let mut shared = Vec::with_capacity(state.shared.len());
+        state.shared.extend_oldest_first(&mut shared);
+        let settled = workload.settled_shared(&shared, state);
+        if settled == 0 {
+            return;
+        }
+        let kept: Vec<HistoryEntry> = shared[settled..]
+            .iter()
+            .enumerate()
+            .map(|(at, entry)| {
+                debug_assert_eq!(entry.at_us, (settled + at) as u64, "timed by place");
+                HistoryEntry {
+                    at_us: at as u64,
+                    event: entry.event.clone(),
+                }
+            })
+            .collect();
+        let mut renumbered = SharedLog::default();
+        for entry in kept {
+            renumbered.push(entry);
+        }
+        state.shared = renumbered;
+    }
+}
