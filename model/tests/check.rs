@@ -365,6 +365,20 @@ fn the_correct_job_passes_two_instances_without_faults() {
     assert_eq!(verdict.unique_states, 591_624, "the state count drifted");
 }
 
+/// The sharded job with two instances and one lost reply (on any write: a registration, a
+/// latch node, the sharding transaction, a claim): every interleaving of the recovery with the
+/// other instance's work, about 34 million states (about 75 s in release and 750 MiB, so
+/// `scripts/test-all` runs it in release). An expiry is still out of reach (see the README).
+#[test]
+#[ignore = "about 75 s in release; scripts/test-all runs it"]
+fn the_correct_job_passes_two_instances_with_a_lost_reply() {
+    let verdict = check(&job(JobVariant::Correct, "drop-reply=1"));
+    assert_eq!(verdict.violation, None);
+    assert!(verdict.complete && !verdict.symmetry, "{verdict:?}");
+    assert_eq!(verdict.unreached, vec!["an item failed over"]);
+    assert_eq!(verdict.unique_states, 33_786_788, "the state count drifted");
+}
+
 /// No-cycle-claim runs an item twice: an instance runs its item and its session expires, and
 /// the survivor fails the item over and runs it again in the same cycle. The path is 124 steps
 /// long, past what a breadth-first search reaches, so the depth-first search finds it (about
