@@ -222,17 +222,11 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
             waiting.remove(&client);
             continue;
         }
+        if let Some((client, path)) = watched_read(&entry.event, dir) {
+            waiting.entry(client).or_default().insert(path);
+            continue;
+        }
         match &entry.event {
-            HistoryEvent::Invoke {
-                client,
-                request:
-                    Request::Exists { path, watch: true }
-                    | Request::GetData { path, watch: true }
-                    | Request::GetChildren { path, watch: true },
-                ..
-            } if under(path) => {
-                waiting.entry(*client).or_default().insert(path.as_str());
-            }
             HistoryEvent::Watch { client, event } if under(&event.path) => {
                 let was_waiting = waiting
                     .get_mut(client)
@@ -263,6 +257,22 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
             woken.len()
         ),
     )
+}
+
+/// The client and path of `event` if it is a read under `dir` that sets a watch: from then the
+/// client waits there (see [`herd_free`]).
+fn watched_read<'a>(event: &'a HistoryEvent, dir: &str) -> Option<(u32, &'a str)> {
+    match event {
+        HistoryEvent::Invoke {
+            client,
+            request:
+                Request::Exists { path, watch: true }
+                | Request::GetData { path, watch: true }
+                | Request::GetChildren { path, watch: true },
+            ..
+        } if zkh_recipes::path::is_under(path, dir) => Some((*client, path)),
+        _ => None,
+    }
 }
 
 /// The client that `event` stops waiting under `dir`, if it does (see [`herd_free`]): it
@@ -315,18 +325,12 @@ pub fn herd_free_summary(
             waiting.clear();
             continue;
         }
+        if let Some((c, path)) = watched_read(&entry.event, dir) {
+            client = Some(c);
+            waiting.insert(path);
+            continue;
+        }
         match &entry.event {
-            HistoryEvent::Invoke {
-                client: c,
-                request:
-                    Request::Exists { path, watch: true }
-                    | Request::GetData { path, watch: true }
-                    | Request::GetChildren { path, watch: true },
-                ..
-            } if zkh_recipes::path::is_under(path, dir) => {
-                client = Some(*c);
-                waiting.insert(path);
-            }
             HistoryEvent::Watch { client: c, event }
                 if zkh_recipes::path::is_under(&event.path, dir) =>
             {
@@ -572,14 +576,9 @@ pub mod sometimes {
         let mut holder = None;
         let mut since = entries.len();
         for (index, entry) in entries.iter().enumerate() {
-            if let HistoryEvent::Role {
-                client,
-                role,
-                token: Some(_),
-            } = &entry.event
-            {
-                if roles.contains(&role.as_str()) && holder != Some(*client) {
-                    holder = Some(*client);
+            if let Some((client, true)) = role_entry(entry, roles) {
+                if holder != Some(client) {
+                    holder = Some(client);
                     since = index;
                 }
             }

@@ -203,19 +203,15 @@ impl<T: Hash> SharedLog<T> {
     }
 }
 
-impl<T: Hash + Clone> SharedLog<T> {
-    /// Drops the oldest `count` entries: the log becomes the one its newer entries would make
-    /// alone (they are copied into new links; the states it came from keep the old ones).
-    pub fn forget_oldest(&mut self, count: usize) {
-        let kept = self
-            .len
-            .checked_sub(count)
-            .expect("forgets no more than it has");
-        let mut newer: Vec<T> = self.newest_first().take(kept).cloned().collect();
-        *self = SharedLog::default();
-        while let Some(entry) = newer.pop() {
-            self.push(entry);
+/// The log of these entries, oldest first, pushed in turn (a forgetting checker builds the
+/// log its kept entries would make alone this way; the states it came from keep theirs).
+impl<T: Hash> FromIterator<T> for SharedLog<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(entries: I) -> Self {
+        let mut log = SharedLog::default();
+        for entry in entries {
+            log.push(entry);
         }
+        log
     }
 }
 
@@ -381,22 +377,23 @@ mod tests {
     }
 
     #[test]
-    fn a_log_that_forgets_its_oldest_entries_is_the_log_of_the_rest() {
-        let mut long = SharedLog::default();
-        for entry in ["a", "b", "c", "d"] {
-            long.push(entry.to_owned());
-        }
-        let before = long.clone();
-        long.forget_oldest(2);
-        let mut rest = SharedLog::default();
-        rest.push("c".to_owned());
-        rest.push("d".to_owned());
-        assert_eq!(long, rest);
-        assert_eq!(hash_of(&long), hash_of(&rest));
-        assert_eq!(before.len(), 4, "the log it came from is unchanged");
-        long.forget_oldest(2);
-        assert_eq!(long, SharedLog::default());
-        assert_eq!(hash_of(&long), hash_of(&SharedLog::<String>::default()));
+    fn a_log_collected_from_entries_is_the_log_they_are_pushed_to() {
+        let long: SharedLog<String> = ["a", "b", "c", "d"]
+            .map(str::to_owned)
+            .into_iter()
+            .collect();
+        let mut newest = Vec::new();
+        long.extend_oldest_first(&mut newest);
+        let rest: SharedLog<String> = newest[2..].iter().map(|entry| (*entry).clone()).collect();
+        let mut pushed = SharedLog::default();
+        pushed.push("c".to_owned());
+        pushed.push("d".to_owned());
+        assert_eq!(rest, pushed);
+        assert_eq!(hash_of(&rest), hash_of(&pushed));
+        assert_eq!(long.len(), 4, "the log it came from is unchanged");
+        let none: SharedLog<String> = std::iter::empty().collect();
+        assert_eq!(none, SharedLog::default());
+        assert_eq!(hash_of(&none), hash_of(&SharedLog::<String>::default()));
     }
 
     #[test]

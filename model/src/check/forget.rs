@@ -65,13 +65,8 @@ impl<W: Workload> RecipeModel<W> {
             let Some(summary) = workload.summarize_own(&own, &in_flight) else {
                 continue;
             };
-            let same = summary.len() == own.len() && summary.iter().zip(&own).all(|(a, b)| a == *b);
-            if !same {
-                let mut log = SharedLog::default();
-                for entry in summary {
-                    log.push(entry);
-                }
-                seat.log = log;
+            if !summary.iter().eq(own.iter().copied()) {
+                seat.log = summary.into_iter().collect();
             }
         }
     }
@@ -86,7 +81,7 @@ impl<W: Workload> RecipeModel<W> {
         if settled == 0 {
             return;
         }
-        let kept: Vec<HistoryEntry> = shared[settled..]
+        let renumbered: SharedLog<HistoryEntry> = shared[settled..]
             .iter()
             .enumerate()
             .map(|(at, entry)| {
@@ -97,10 +92,6 @@ impl<W: Workload> RecipeModel<W> {
                 }
             })
             .collect();
-        let mut renumbered = SharedLog::default();
-        for entry in kept {
-            renumbered.push(entry);
-        }
         state.shared = renumbered;
     }
 }

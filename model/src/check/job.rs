@@ -42,7 +42,7 @@ use zkh_recipes::elastic_job::{JobMachine, JobReport, JobRequest, JobVariant};
 use zkh_recipes::sharding::JobPaths;
 use zkh_recipes::symmetry::identity;
 
-use super::workloads::{elected, judge, role};
+use super::workloads::{elected, elected_settled, judge, role};
 use super::{Judge, State, Workload, ELECTION_LATCH_DIR, JOB_DIR};
 use crate::history::{HistoryEntry, HistoryEvent};
 use crate::properties::{self, sometimes};
@@ -201,8 +201,7 @@ impl Workload for JobWorkload {
     /// item failed over" reads only failed-over runs, of which there is none to drop until it
     /// has happened.
     fn settled_shared(&self, shared: &[&HistoryEntry], _: &State<Self>) -> usize {
-        let now = shared.len() as u64;
-        let elected = properties::leader_elected_settled(shared, &["leader"], now);
-        properties::no_shard_executed_twice_settled(shared, JOB_DIR).min(elected)
+        properties::no_shard_executed_twice_settled(shared, JOB_DIR)
+            .min(elected_settled(shared, "leader"))
     }
 }

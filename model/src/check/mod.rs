@@ -906,11 +906,11 @@ impl<W: Workload> Model for RecipeModel<W> {
         // timers alone, before anything else, loses no behaviour the properties can tell apart
         // (they read each client's own order, and the order of side effects, which only `Act`
         // writes). This is the ample-set reduction. It cannot ignore the other clients along a
-        // cycle (the job's polls are the only cycles): no step but the server's refills an inbox,
-        // so every cycle passes through a state where no client has news, which is fully
-        // expanded. It is not applied when the
-        // client could act on the resource before processing its news (acting other than
-        // caught-up): that stale act must be able to come after other clients' acts.
+        // cycle (the job's polls are the only cycles): no step but the server's refills an
+        // inbox, so every cycle passes through a state where no client has news, which is fully
+        // expanded. It is not applied when the client could act on the resource before
+        // processing its news (acting other than caught-up): that stale act must be able to
+        // come after other clients' acts.
         let first_with_news = state
             .seats
             .iter()
@@ -1040,7 +1040,8 @@ fn verdict<W: Workload, const N: u8>(_: &RecipeModel<W>, state: &State<W>) -> bo
 }
 
 impl<W: Workload> RecipeModel<W> {
-    /// Property conditions reading each verdict bit (stateright takes plain function pointers).
+    /// Property conditions reading each verdict bit at quiescence (stateright takes plain
+    /// function pointers).
     const QUIESCENT_VERDICTS: [Condition<W>; MAX_JUDGES] = [
         quiescent_verdict::<W, 0>,
         quiescent_verdict::<W, 1>,
@@ -1052,6 +1053,7 @@ impl<W: Workload> RecipeModel<W> {
         quiescent_verdict::<W, 7>,
     ];
 
+    /// Property conditions reading each verdict bit.
     const VERDICTS: [Condition<W>; MAX_JUDGES] = [
         verdict::<W, 0>,
         verdict::<W, 1>,

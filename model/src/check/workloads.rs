@@ -58,13 +58,19 @@ pub(super) fn settled_roles<W: Workload>(
     role: &str,
     changed_hands: &str,
 ) -> usize {
-    let now = shared.len() as u64;
-    let elected = properties::leader_elected_settled(shared, &[role], now);
+    let elected = elected_settled(shared, role);
     if state.happened(changed_hands) {
         elected
     } else {
         elected.min(sometimes::role_changed_hands_settled(shared, &[role]))
     }
+}
+
+/// How many of the oldest shared entries [`elected`] for `role` can do without: all but each
+/// holder's last role.
+pub(super) fn elected_settled(shared: &[&HistoryEntry], role: &str) -> usize {
+    let now = shared.len() as u64;
+    properties::leader_elected_settled(shared, &[role], now)
 }
 
 /// "Leader elected" as the checker judges it, at quiescence (see the model's docs): someone
@@ -202,7 +208,7 @@ impl Workload for LockWorkload {
                 properties::herd_free(h, LOCK_DIR)
             }),
             judge("leader elected", Eventually, |h, s| elected(h, s, "holder")),
-            judge("lock changed hands after a loss", Sometimes, |h, _| {
+            judge(LOCK_CHANGED, Sometimes, |h, _| {
                 sometimes::role_changed_hands_after_a_loss(h, &["holder"])
             }),
             judge("a waiter was woken", Sometimes, |h, _| {
@@ -230,7 +236,7 @@ impl Workload for LockWorkload {
             shared,
             state,
             "holder",
-            "lock changed hands after a loss",
+            LOCK_CHANGED,
         ))
     }
 }
@@ -241,6 +247,9 @@ impl Workload for LockWorkload {
 /// some path with one act per term exactly when it is with more (and a second act only
 /// multiplies the states, by half again for the job election).
 const ACTS_PER_TERM: u8 = 1;
+
+/// The lock workload's `sometimes` check that the lock moved on after a loss.
+const LOCK_CHANGED: &str = "lock changed hands after a loss";
 
 /// The leader workloads' `sometimes` check that a leadership moved on after a loss.
 const LEADERSHIP_CHANGED: &str = "leadership changed hands after a loss";
