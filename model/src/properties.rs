@@ -25,6 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use zkh_recipes::symmetry::IDENTITY_MARK;
 use zkh_recipes::{Request, SessionEvent};
 
 use crate::history::{Entries, HistoryEntry, HistoryEvent};
@@ -308,7 +309,10 @@ fn stops_waiting(event: &HistoryEvent, dir: &str) -> Option<u32> {
 ///   matter.
 ///
 /// The summary is one watched read for each such wakeup followed by the wakeup itself, by zxid,
-/// then one watched read of each path it waits on, in order; the reads carry no session and no
+/// then one watched read of each path it waits on, in the order of the paths with their client
+/// identities left out (so that renaming the clients does not reorder them; two paths that
+/// differ only there, which two sequential nodes never do, keep their own order); the reads
+/// carry no session and no
 /// xid, which the property does not read. Two clients that reached the same waits by different
 /// roads (another retry, another kind of read, an earlier round) get the same summary, which is
 /// why the model checker keeps the summary in place of the entries (see `check`'s module docs).
@@ -368,8 +372,24 @@ pub fn herd_free_summary(
             },
         });
     }
-    summary.extend(waiting.iter().map(|path| read(path)));
+    let mut waits: Vec<&str> = waiting.into_iter().collect();
+    waits.sort_by_cached_key(|path| (without_identities(path), *path));
+    summary.extend(waits.into_iter().map(read));
     summary
+}
+
+/// `path` without its client identity tokens (each [`IDENTITY_MARK`] and the digits after it).
+fn without_identities(path: &str) -> String {
+    let mut kept = String::with_capacity(path.len());
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == IDENTITY_MARK {
+            while chars.next_if(char::is_ascii_digit).is_some() {}
+        } else {
+            kept.push(c);
+        }
+    }
+    kept
 }
 
 /// **Leader elected** (eventually): some client takes one of `roles` with a token between

@@ -299,11 +299,27 @@ fn no_watch_backups_leave_the_application_without_a_master_after_its_expiry() {
         "leader elected",
         9,
     );
+    // A crashed master never comes back either, and nothing wakes the backups.
+    caught("no-watch", &model("crash=1"), "leader elected", 7);
     assert_eq!(
         check(&model("none")).violation,
         None,
         "without a fault nothing shows"
     );
+}
+
+/// A crash (a client process dies while idle, and the server expires its session) on top of
+/// the standard budget: the lock moves on to the next waiter, and a backup becomes master.
+#[test]
+fn the_correct_lock_and_master_pass_three_clients_when_one_also_crashes() {
+    let with_crash = "drop-reply=1,expire=1,crash=1";
+    passes(
+        "lock with a crash",
+        &lock(LockVariant::Correct, with_crash),
+        [253_999, 1_518_226],
+    );
+    let master = model(MasterWorkload::default(), 3, with_crash);
+    passes("master with a crash", &master, [15_700, 93_550]);
 }
 
 /// The job election with the standard budget, with three clients, the largest standard check:
@@ -349,7 +365,66 @@ fn the_correct_election_passes_two_clients_with_a_lost_reply_and_an_expiry() {
 }
 
 fn job(variant: JobVariant, faults: &str) -> RecipeModel<JobWorkload> {
-    model(JobWorkload { variant }, 2, faults)
+    model(JobWorkload::new(variant), 2, faults)
+}
+
+/// The sharded job over two cycles, so that "no shard lost" is judged on the second, which
+/// fires when nothing is in flight.
+fn job_two_cycles(variant: JobVariant, faults: &str) -> RecipeModel<JobWorkload> {
+    let workload = JobWorkload {
+        cycles: 2,
+        ..JobWorkload::new(variant)
+    };
+    model(workload, 2, faults)
+}
+
+/// The correct job over two cycles, one instance crashing at any idle moment: every item runs
+/// in the second cycle, by its owner, by a survivor that failed it over, or after a new
+/// sharding. This check found two bugs in the recipe, both fixed: an instance that registered
+/// and crashed between two listings of the others owned items nobody ran (see
+/// `trust_owners_leaves_a_dead_instance_owning_items_in_every_later_cycle`), and a failover
+/// check queued before the crash listener's marks ran first, found nothing, and left them
+/// waiting. About 16 s in release.
+#[test]
+#[ignore = "about 16 s in release; scripts/test-all runs it"]
+fn the_correct_job_saves_every_item_of_the_second_cycle_when_an_instance_crashes() {
+    let verdict = check(&job_two_cycles(JobVariant::Correct, "crash=1"));
+    assert_eq!(verdict.violation, None);
+    assert!(verdict.complete && !verdict.symmetry, "{verdict:?}");
+    assert!(verdict.unreached.is_empty(), "{:?}", verdict.unreached);
+    assert_eq!(verdict.unique_states, 7_252_765, "the state count drifted");
+}
+
+/// Elastic-Job 2.1.5 trusts the sharding: a newcomer registers, the leader lists the
+/// instances and the newcomer crashes before the other instance lists them again. The leader
+/// writes the sharding with the dead instance as an owner, no listing ever shows it leave, and
+/// its item is not run in the second cycle (nor in any later one, until the instances
+/// change).
+#[test]
+fn trust_owners_leaves_a_dead_instance_owning_items_in_every_later_cycle() {
+    caught(
+        "job trust-owners",
+        &job_two_cycles(JobVariant::TrustOwners, "crash=1"),
+        "no shard lost",
+        90,
+    );
+}
+
+/// One item per idle instance: the instance that owns both items crashes before its second
+/// cycle, and the survivor fails over only one of them. The path is past the breadth-first
+/// probe, so the depth-first search finds it.
+#[test]
+#[ignore = "about 15 s in release; scripts/test-all runs it"]
+fn one_item_per_idle_loses_an_item_of_a_crashed_instance() {
+    let verdict = check(&job_two_cycles(JobVariant::OneItemPerIdle, "crash=1"));
+    let violation = verdict.violation.expect("a violation");
+    assert_eq!(violation.property, "no shard lost");
+    assert_eq!(verdict.search, Order::DepthFirst);
+    assert_eq!(
+        violation.path.len(),
+        159,
+        "the counterexample's length drifted"
+    );
 }
 
 /// The sharded job with two instances and no fault: every interleaving of registration, the
@@ -362,21 +437,21 @@ fn the_correct_job_passes_two_instances_without_faults() {
     assert_eq!(verdict.violation, None);
     assert!(verdict.complete && !verdict.symmetry, "{verdict:?}");
     assert_eq!(verdict.unreached, vec!["an item failed over"]);
-    assert_eq!(verdict.unique_states, 591_624, "the state count drifted");
+    assert_eq!(verdict.unique_states, 671_519, "the state count drifted");
 }
 
 /// The sharded job with two instances and one lost reply (on any write: a registration, a
 /// latch node, the sharding transaction, a claim): every interleaving of the recovery with the
-/// other instance's work, about 34 million states (about 75 s in release and 750 MiB, so
+/// other instance's work, about 40 million states (about 100 s in release and 700 MiB, so
 /// `scripts/test-all` runs it in release). An expiry is still out of reach (see the README).
 #[test]
-#[ignore = "about 75 s in release; scripts/test-all runs it"]
+#[ignore = "about 100 s in release; scripts/test-all runs it"]
 fn the_correct_job_passes_two_instances_with_a_lost_reply() {
     let verdict = check(&job(JobVariant::Correct, "drop-reply=1"));
     assert_eq!(verdict.violation, None);
     assert!(verdict.complete && !verdict.symmetry, "{verdict:?}");
     assert_eq!(verdict.unreached, vec!["an item failed over"]);
-    assert_eq!(verdict.unique_states, 33_786_788, "the state count drifted");
+    assert_eq!(verdict.unique_states, 39_561_162, "the state count drifted");
 }
 
 /// No-cycle-claim runs an item twice: an instance runs its item and its session expires, and

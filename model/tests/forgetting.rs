@@ -26,7 +26,8 @@ use zkh_recipes::master::MasterVariant;
 use zkh_recipes::path::{name_of, parent_of};
 
 /// Every kind of fault, once.
-const EVERY_FAULT: &str = "drop-request=1,drop-reply=1,expire=1,client-expire=1,leader-change=1";
+const EVERY_FAULT: &str =
+    "drop-request=1,drop-reply=1,expire=1,client-expire=1,leader-change=1,crash=1";
 const WALKS: u64 = 80;
 const MAX_STEPS: usize = 150;
 /// One step in this many is a fault, where one is enabled.
@@ -214,10 +215,16 @@ fn forgetting_changes_no_verdict_of_the_sharded_job() {
     for variant in [
         JobVariant::Correct,
         JobVariant::OneItemPerIdle,
+        JobVariant::TrustOwners,
         JobVariant::NoCycleClaim,
     ] {
         let name = format!("job {variant:?}");
-        let forgotten = same_verdicts(&name, JobWorkload { variant });
+        // Two cycles, so that "no shard lost" is judged.
+        let workload = JobWorkload {
+            cycles: 2,
+            ..JobWorkload::new(variant)
+        };
+        let forgotten = same_verdicts(&name, workload);
         assert!(forgotten > 0, "{name}: something was forgotten");
     }
 }

@@ -20,7 +20,8 @@ use zkh_recipes::lock::LockVariant;
 use zkh_recipes::symmetry::{renamed_hash, Renaming};
 
 /// Every kind of fault, once.
-const EVERY_FAULT: &str = "drop-request=1,drop-reply=1,expire=1,client-expire=1,leader-change=1";
+const EVERY_FAULT: &str =
+    "drop-request=1,drop-reply=1,expire=1,client-expire=1,leader-change=1,crash=1";
 const WALKS: u64 = 60;
 const MAX_STEPS: usize = 120;
 
@@ -48,6 +49,7 @@ fn rename(action: &Action, renaming: &Renaming<'_>) -> Action {
         Action::ClientExpire(c) => Action::ClientExpire(client(c)),
         Action::ServerExpireOld(session) => Action::ServerExpireOld(renaming.session(*session)),
         Action::LeaderChange => Action::LeaderChange,
+        Action::Crash(c) => Action::Crash(client(c)),
     }
 }
 

@@ -19,6 +19,12 @@
 //! - **Crash listener** (`JobCrashedJobListener`, on every instance): when an instance leaves
 //!   `instances`, mark each item it owned (or had taken over) in `leader/failover/items`, raise
 //!   `necessary`, and fail over.
+//! - **Owners are alive** (not in Elastic-Job): the listener sees an instance leave only if one
+//!   of its listings showed it, and an instance can register and crash between two listings
+//!   while the leader shards with it as an owner. So when a cycle reads an item that the
+//!   sharding gives another instance, it asks whether that instance is still registered, and if
+//!   not, marks the item, raises `necessary` and fails over (see
+//!   [`JobVariant::TrustOwners`]).
 //! - **Failover** (`failoverIfNecessary`): if items are marked, take the lock
 //!   `leader/failover/latch` (a latch used as a lock, like the election), and under it take the
 //!   first marked item: write the ephemeral `sharding/<item>/failover` with this instance's id,
@@ -35,6 +41,12 @@
 //!   finishes a cycle, by which time their cycle has passed. This is the failover of
 //!   Elastic-Job 2.1.5's `FailoverLeaderExecutionCallback`, which claims one item per call: with
 //!   more crashed items than idle instances, items of the crash's cycle are lost.
+//! - [`JobVariant::TrustOwners`]: Elastic-Job 2.1.5's trust in the sharding. A new instance
+//!   registers, the leader lists the instances, and the new one crashes before the other
+//!   instances' listeners list them again: the leader writes the sharding with a dead owner, no
+//!   listing ever shows it leave, and nobody marks its items. They are not run in that cycle nor
+//!   in any later one, until the instances change again. The model checker finds it with one
+//!   crash (`zkharness check job --variant trust-owners --cycles 2 --faults crash=1`).
 //! - [`JobVariant::NoCycleClaim`]: run owned and failed-over items without claiming the
 //!   (item, cycle) first, as Elastic-Job 2.1.5 does: a failover runs again the items the
 //!   crashed instance had already finished in this cycle, so an item runs twice.
@@ -67,6 +79,9 @@ pub enum JobVariant {
     Correct,
     /// Fail over one item per idle instance per crash (Elastic-Job 2.1.5).
     OneItemPerIdle,
+    /// Trust the sharding: skip another instance's item without asking whether that instance
+    /// is still registered (Elastic-Job 2.1.5).
+    TrustOwners,
     /// Run items without claiming the (item, cycle) (Elastic-Job 2.1.5).
     NoCycleClaim,
 }
@@ -141,6 +156,11 @@ enum Task {
     ResetItem(u32),
     WriteSharding(u64, Vec<Option<String>>),
     ReadOwner(u64, u32),
+    /// Is `owner`, which the sharding names for `item`, still registered?
+    CheckOwnerAlive {
+        item: u32,
+        owner: String,
+    },
     ReadTakeOff {
         cycle: u64,
         item: u32,
@@ -260,6 +280,11 @@ impl JobMachine {
         }
     }
 
+    /// The job's items per cycle.
+    pub fn items(&self) -> u32 {
+        self.items
+    }
+
     /// Whether this instance believes it leads the job.
     pub fn is_leader(&self) -> bool {
         self.leader
@@ -319,6 +344,10 @@ impl JobMachine {
                 Request::Multi(ops)
             }
             Task::ReadOwner(_, item) => read(self.paths.owner(*item)),
+            Task::CheckOwnerAlive { owner, .. } => Request::Exists {
+                path: self.paths.instance(owner),
+                watch: false,
+            },
             Task::ReadTakeOff { item, .. } => Request::Exists {
                 path: self.paths.failover_owner(*item),
                 watch: false,
@@ -382,6 +411,15 @@ impl JobMachine {
         }
     }
 
+    /// Queues a failover check after everything queued on the listener's lane now (moving an
+    /// earlier one there): an earlier check would run before the marks that this work makes,
+    /// find nothing, and leave them waiting.
+    fn fail_over_after_queued_work(&mut self) {
+        let queue = &mut self.lanes[LISTENER].queue;
+        queue.retain(|task| *task != Task::FailoverIfNecessary);
+        queue.push_back(Task::FailoverIfNecessary);
+    }
+
     /// Puts `task` at the back of `lane`, unless it is queued there already.
     fn enqueue(&mut self, lane: usize, task: Task) {
         if !self.lanes[lane].queue.contains(&task) {
@@ -422,7 +460,7 @@ impl JobMachine {
 
     fn end_cycle(&mut self) {
         self.in_cycle = false;
-        self.enqueue(LISTENER, Task::FailoverIfNecessary);
+        self.fail_over_after_queued_work();
         if self.misfired {
             self.start_cycle();
         }
@@ -443,7 +481,9 @@ impl JobMachine {
         if via == Via::Failover {
             let next = match self.variant {
                 JobVariant::OneItemPerIdle => Task::ReleaseClaimLock,
-                JobVariant::Correct | JobVariant::NoCycleClaim => Task::ClaimNext,
+                JobVariant::Correct | JobVariant::NoCycleClaim | JobVariant::TrustOwners => {
+                    Task::ClaimNext
+                }
             };
             self.then([Task::CompleteFailover(item), next]);
         }
@@ -460,7 +500,7 @@ impl JobMachine {
                 self.after_item(item, via);
                 Some(self.execute(item, cycle, token, via))
             }
-            JobVariant::Correct | JobVariant::OneItemPerIdle => {
+            JobVariant::Correct | JobVariant::OneItemPerIdle | JobVariant::TrustOwners => {
                 self.then([Task::ReadClaim { item, cycle, via }]);
                 None
             }
@@ -534,7 +574,7 @@ impl JobMachine {
                         }
                     }
                     if known.difference(&now).next().is_some() {
-                        self.enqueue(LISTENER, Task::FailoverIfNecessary);
+                        self.fail_over_after_queued_work();
                     }
                 }
             }
@@ -589,7 +629,19 @@ impl JobMachine {
                 if data == self.instance.as_bytes() {
                     let token = stat.czxid;
                     self.then([Task::ReadTakeOff { cycle, item, token }]);
+                } else if self.variant != JobVariant::TrustOwners {
+                    if let Ok(owner) = String::from_utf8(data) {
+                        self.then([Task::CheckOwnerAlive { item, owner }]);
+                    }
                 }
+            }
+            (Task::CheckOwnerAlive { .. }, Ok(Response::Exists(Some(_)))) => {}
+            (Task::CheckOwnerAlive { item, .. }, Ok(Response::Exists(None))) => {
+                // The owner is gone and no listener marked its item (it came and went between
+                // two listings): mark it, shard again next cycle, and fail it over now.
+                self.then([Task::Mark(item)]);
+                self.enqueue(LISTENER, Task::SetNecessary);
+                self.fail_over_after_queued_work();
             }
             (Task::ReadOwner(..), Err(ZkError::NoNode)) => {}
             (Task::ReadTakeOff { .. }, Ok(Response::Exists(Some(_)))) => {}
@@ -751,7 +803,7 @@ impl JobMachine {
                     // Items marked while the lock was held or being released are not left
                     // waiting; the known-bad variant leaves them for the next cycle.
                     if self.variant != JobVariant::OneItemPerIdle {
-                        self.enqueue(LISTENER, Task::FailoverIfNecessary);
+                        self.fail_over_after_queued_work();
                     }
                 }
                 Command::Report(LatchReport::NotLeader) => {}

@@ -28,7 +28,6 @@ use zkh_model::check::{
     Acting, Action, ElectionWorkload, FaultBudget, JobWorkload, LatchWorkload, LockWorkload,
     MasterWorkload, RecipeModel, Workload,
 };
-use zkh_recipes::elastic_job::JobVariant;
 use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::fencing::Fencing;
 use zkh_recipes::latch::LatchVariant;
@@ -67,8 +66,9 @@ pub enum RecipeKind {
     Election(ElectionVariant),
     /// The book's master election.
     Master(MasterVariant),
-    /// Elastic-Job's sharded job: sharding, claims and failover.
-    Job(JobVariant),
+    /// Elastic-Job's sharded job: sharding, claims and failover (its variant, items and
+    /// cycles).
+    Job(JobWorkload),
 }
 
 fn variant<T: for<'de> Deserialize<'de>>(
@@ -100,11 +100,11 @@ impl Recipe {
                 RecipeKind::Election(variant(name, variant_name, "correct, check-then-write")?)
             }
             "master" => RecipeKind::Master(variant(name, variant_name, "correct, no-watch")?),
-            "job" => RecipeKind::Job(variant(
+            "job" => RecipeKind::Job(JobWorkload::new(variant(
                 name,
                 variant_name,
-                "correct, one-item-per-idle, no-cycle-claim",
-            )?),
+                "correct, one-item-per-idle, trust-owners, no-cycle-claim",
+            )?)),
             other => {
                 return Err(format!(
                     "unknown recipe {other:?} (known: lock, latch, election, master, job)"
@@ -166,8 +166,8 @@ impl Recipe {
 
     /// The sharded job model, if this is the job.
     pub fn job_model(&self) -> Option<RecipeModel<JobWorkload>> {
-        match self.kind {
-            RecipeKind::Job(variant) => Some(self.model(JobWorkload { variant })),
+        match &self.kind {
+            RecipeKind::Job(job) => Some(self.model(job.clone())),
             _ => None,
         }
     }
@@ -191,6 +191,7 @@ pub fn budget_text(budget: &FaultBudget) -> String {
         ("expire", budget.expire),
         ("client-expire", budget.client_expire),
         ("leader-change", budget.leader_change),
+        ("crash", budget.crash),
     ]
     .iter()
     .filter(|(_, count)| *count > 0)
@@ -246,6 +247,9 @@ pub struct Scenario {
     pub fencing: Fencing,
     /// The faults, pinned to the recipe's operations or scripted in order.
     pub faults: FaultPlan,
+    /// The sharded job's items per cycle (the model's default when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<u32>,
     /// The property the model checker found violated.
     pub violation: String,
     /// The model's actions, for the record.
@@ -335,6 +339,7 @@ fn export_from<W: Workload>(
             }
             Action::Expire(c) => script(Fault::ExpireSession { client: *c as u32 }),
             Action::ClientExpire(c) => script(Fault::ClientSideExpiry { client: *c as u32 }),
+            Action::Crash(c) => script(Fault::CrashClient { client: *c as u32 }),
             Action::LeaderChange => {
                 script(Fault::KillServer {
                     server: ServerRef::Leader,
@@ -358,6 +363,10 @@ fn export_from<W: Workload>(
             Acting::CaughtUp | Acting::Unfenced => Fencing::Unfenced,
         },
         faults,
+        items: match &recipe.kind {
+            RecipeKind::Job(job) => Some(job.items),
+            _ => None,
+        },
         violation: violation.to_owned(),
         model_path,
     }

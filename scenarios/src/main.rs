@@ -28,7 +28,7 @@ use zkh_model::check::{
     check_observed, Acting, FaultBudget, GaveUp, Limits, Order, Progress, RecipeModel, Workload,
     SHORTEN_STATES,
 };
-use zkh_scenarios::{any_model, export, Recipe, Scenario};
+use zkh_scenarios::{any_model, export, Recipe, RecipeKind, Scenario};
 
 #[derive(Parser)]
 #[command(
@@ -57,14 +57,14 @@ struct ModelArgs {
     recipe: String,
     /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`;
     /// latch: `trust-predecessor`, `no-owner-check`; election: `check-then-write`; master:
-    /// `no-watch`; job: `one-item-per-idle`, `no-cycle-claim`).
+    /// `no-watch`; job: `one-item-per-idle`, `trust-owners`, `no-cycle-claim`).
     #[arg(long, default_value = "correct")]
     variant: String,
     /// Client processes.
     #[arg(long, default_value_t = 3)]
     clients: usize,
     /// The fault budget: `NAME=COUNT,...` with `drop-request`, `drop-reply`, `expire`,
-    /// `client-expire`, `leader-change`; or `none`.
+    /// `client-expire`, `leader-change`, `crash`; or `none`.
     #[arg(long, default_value = "drop-reply=1,expire=1")]
     faults: String,
     /// When applications act and what the resource accepts: `caught-up` (only with nothing in
@@ -73,6 +73,13 @@ struct ModelArgs {
     /// they believe, on a resource that accepts everything).
     #[arg(long, default_value = "caught-up")]
     acting: String,
+    /// The sharded job's items per cycle (job only; default 2).
+    #[arg(long)]
+    items: Option<u32>,
+    /// The cycles each job instance's cron triggers (job only; default 1). "No shard lost" is
+    /// judged on the second and later cycles, which fire when nothing is in flight.
+    #[arg(long)]
+    cycles: Option<u64>,
 }
 
 #[derive(Args)]
@@ -160,7 +167,28 @@ fn parse(args: &ModelArgs) -> Result<Recipe, String> {
                 args.acting
             )
         })?;
-    Recipe::new(&args.recipe, &args.variant, args.clients, budget, acting)
+    let mut recipe = Recipe::new(&args.recipe, &args.variant, args.clients, budget, acting)?;
+    if args.items.is_some() || args.cycles.is_some() {
+        let RecipeKind::Job(job) = &mut recipe.kind else {
+            return Err(format!(
+                "--items and --cycles shape the sharded job; {} has neither",
+                args.recipe
+            ));
+        };
+        if let Some(items) = args.items {
+            if !(1..=8).contains(&items) {
+                return Err(format!("--items {items}: the model checks 1 to 8 items"));
+            }
+            job.items = items;
+        }
+        if let Some(cycles) = args.cycles {
+            if !(1..=4).contains(&cycles) {
+                return Err(format!("--cycles {cycles}: the model checks 1 to 4 cycles"));
+            }
+            job.cycles = cycles;
+        }
+    }
+    Ok(recipe)
 }
 
 fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckArgs) -> ExitCode {

@@ -49,7 +49,7 @@ pub fn replay(scenario: &Scenario, seed: u64) -> Result<WorkloadOutcome, String>
             let variant: JobVariant = parse(&scenario.variant)?;
             let config = ShardedConfig {
                 clients: scenario.clients,
-                items: JOB_ITEMS,
+                items: scenario.items.unwrap_or(JOB_ITEMS),
                 // Cycle 1 runs at 2 s, before the first scripted fault (3 s) and the next
                 // cycle (4 s): a fault lands in the cycle the model's counterexample is about.
                 cycle_interval_ms: 2_000,

@@ -88,7 +88,7 @@ fn the_sharded_job_is_checked_without_symmetry_reduction() {
         report["symmetry"], false,
         "the allocation orders instances by id"
     );
-    assert_eq!(report["unique_states"], 591_624);
+    assert_eq!(report["unique_states"], 671_519);
     assert_eq!(
         report["sometimes_unreached"],
         serde_json::json!(["an item failed over"]),
@@ -110,8 +110,21 @@ fn bad_input_names_the_problem_and_exits_64() {
         ),
         (vec!["check", "lock", "--clients", "9"], "--clients 9"),
         (
+            vec!["check", "lock", "--items", "3"],
+            "--items and --cycles shape the sharded job; lock has neither",
+        ),
+        (
+            vec!["check", "job", "--cycles", "9"],
+            "--cycles 9: the model checks 1 to 4 cycles",
+        ),
+        (
+            vec!["check", "job", "--faults", "crash=x"],
+            "--faults: fault budget \"crash=x\": the count must be a number",
+        ),
+        (
             vec!["check", "job", "--variant", "bogus"],
-            "job has no variant \"bogus\" (known: correct, one-item-per-idle, no-cycle-claim)",
+            "job has no variant \"bogus\" (known: correct, one-item-per-idle, trust-owners, \
+             no-cycle-claim)",
         ),
         (
             vec!["check", "lock", "--max-states", "0"],

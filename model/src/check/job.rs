@@ -11,10 +11,36 @@
 //! "leader elected" at quiescence, and "an item failed over" is the `sometimes` check
 //! that keeps a pass from being empty.
 //!
+//! "No shard lost" is judged at quiescence, on the *settled* cycles: the second and later.
+//! Whether a cycle must run in full is a question of time. While instances join, the leader
+//! may shard again after another instance read which items were its own, and that instance's
+//! items of the cycle are not run (Elastic-Job loses them too, and runs them next cycle). The
+//! simulator therefore judges the cycles that start after the faults healed and the leader
+//! sharded again. A model without time says it this way:
+//! - the first cycle fires at each instance as soon as it is caught up, wherever the others
+//!   are;
+//! - a later one fires only when nothing is in flight to or from any instance
+//!   ([`Workload::act_waits_for_settled`]), as a cron fires long after the last cycle settled.
+//!
+//! Faults still strike at any point, a settled cycle's own included. With a crash
+//! (`crash=1`: an instance dies while idle and never comes back), every item of every settled
+//! cycle must run, by its owner, by a survivor that fails it over, or after a new sharding. An
+//! expiry is different: the expired instance registers again in a new session, and if the
+//! survivor lists the instances only after that, it sees no crash and fails nothing over, in
+//! Elastic-Job too. So a state where an instance lost its session and went on in a new one is
+//! not judged for lost shards.
+//!
+//! Two variants break "no shard lost":
+//! - [`OneItemPerIdle`](JobVariant::OneItemPerIdle): an instance that owns both items crashes
+//!   before its second cycle, and the survivor fails over only one of them;
+//! - [`TrustOwners`](JobVariant::TrustOwners): an instance registers and crashes between two
+//!   listings of the other's crash listener, and the leader shards with it as an owner.
+//!
 //! # The bounds that make the space finite
 //!
-//! - [`JOB_ITEMS`] items and [`JOB_CYCLES`] cycle: one item for each of two instances, which
-//!   is all that running an item twice needs (a third item adds a third of the states).
+//! - [`JOB_ITEMS`] items and [`JOB_CYCLES`] cycle by default (`--items`, `--cycles` on the
+//!   command line): one item for each of two instances, which is all that running an item
+//!   twice needs (a third item adds a third of the states). "No shard lost" needs two cycles.
 //! - A cycle's trigger is an `Act`: by default only when the instance is caught up.
 //! - A poll of `leader/sharding/necessary` that finds it still raised returns the instance to
 //!   the state it polled from (its ids are fixed per lane and session, see
@@ -24,16 +50,11 @@
 //!
 //! # Not checked here
 //!
-//! - **No shard lost.** Which cycles must run in full after a fault is a question of time:
-//!   the simulator judges the cycles that start after the faults healed and the leader sharded
-//!   again, which a model without time cannot say. With one expiry, the expired instance
-//!   registers again in a new session. If the survivor lists the instances only after that, it
-//!   sees no crash and fails nothing over, and the expired instance's items of that cycle do
-//!   not run: Elastic-Job loses them too, by design, until the next cycle. So the
-//!   [`OneItemPerIdle`](JobVariant::OneItemPerIdle) variant, whose fault is a lost item, is
-//!   caught by the simulator, not here.
 //! - No symmetry reduction ([`Workload::SYMMETRIC`] is false): the average allocation orders
 //!   instances by id, so renaming two instances changes which items each owns.
+//! - A crash in the middle of an instance's work: the server's side of it is an expiry at that
+//!   point, and an instance that crashes between claiming an (item, cycle) and running it
+//!   takes that run with it (the claim is what makes a run happen at most once).
 
 use std::collections::BTreeSet;
 
@@ -43,13 +64,13 @@ use zkh_recipes::sharding::JobPaths;
 use zkh_recipes::symmetry::identity;
 
 use super::workloads::{elected, elected_settled, judge, role};
-use super::{Judge, State, Workload, ELECTION_LATCH_DIR, JOB_DIR};
+use super::{Judge, Recorded, State, Workload, ELECTION_LATCH_DIR, JOB_DIR};
 use crate::history::{HistoryEntry, HistoryEvent};
-use crate::properties::{self, sometimes};
+use crate::properties::{self, sometimes, Class, Finding};
 
-/// Items per cycle.
+/// Items per cycle, by default.
 pub const JOB_ITEMS: u32 = 2;
-/// Cycles each instance's cron triggers.
+/// Cycles each instance's cron triggers, by default.
 pub const JOB_CYCLES: u64 = 1;
 
 /// Elastic-Job's sharded job.
@@ -57,6 +78,44 @@ pub const JOB_CYCLES: u64 = 1;
 pub struct JobWorkload {
     /// The job's variant.
     pub variant: JobVariant,
+    /// Items per cycle.
+    pub items: u32,
+    /// Cycles each instance's cron triggers.
+    pub cycles: u64,
+}
+
+impl JobWorkload {
+    /// `variant` over [`JOB_ITEMS`] items and [`JOB_CYCLES`] cycle.
+    pub fn new(variant: JobVariant) -> JobWorkload {
+        JobWorkload {
+            variant,
+            items: JOB_ITEMS,
+            cycles: JOB_CYCLES,
+        }
+    }
+}
+
+/// "No shard lost", judged at quiescence: every item ran in every settled cycle (the second
+/// and later), unless an instance lost its session and registered again (see the module docs).
+fn no_shard_lost(history: &Recorded<'_>, state: &State<JobWorkload>) -> Finding {
+    let not_judged = |why: &str| Finding {
+        property: "no shard lost",
+        class: Class::Eventually,
+        holds: true,
+        detail: format!("not judged: {why}"),
+    };
+    let Some(seat) = state.seats.first() else {
+        return not_judged("no instances");
+    };
+    let cycles = seat.client.app.cycles;
+    if cycles < 2 {
+        return not_judged("only the first cycle ran, and it is not a settled one");
+    }
+    if state.seats.iter().any(|seat| seat.client.rejoined) {
+        return not_judged("an instance lost its session and registered again");
+    }
+    let items = seat.client.machine.items();
+    properties::no_shard_lost(history, JOB_DIR, items, 2..=cycles)
 }
 
 /// A job instance's application: the cron, and what the instance reported.
@@ -64,6 +123,8 @@ pub struct JobWorkload {
 pub struct JobApp {
     /// The last cycle triggered (0: none yet).
     pub triggered: u64,
+    /// The cycles its cron triggers (the same for every instance).
+    pub cycles: u64,
     /// The token of the leadership the instance reported, if it leads.
     pub leading: Option<i64>,
 }
@@ -91,7 +152,7 @@ impl Workload for JobWorkload {
             paths.failover_items(),
             paths.failover_latch(),
         ];
-        leaves.extend((0..JOB_ITEMS).map(|item| paths.item(item)));
+        leaves.extend((0..self.items).map(|item| paths.item(item)));
         let mut directories: Vec<String> = Vec::new();
         for path in leaves
             .iter()
@@ -107,9 +168,10 @@ impl Workload for JobWorkload {
     fn client(&self, index: usize) -> (JobMachine, JobApp, Vec<JobRequest>) {
         let instance = identity("i", index);
         let uuid = identity("c", index);
-        let machine = JobMachine::new(self.variant, JOB_DIR, &instance, &uuid, JOB_ITEMS);
+        let machine = JobMachine::new(self.variant, JOB_DIR, &instance, &uuid, self.items);
         let app = JobApp {
             triggered: 0,
+            cycles: self.cycles,
             leading: None,
         };
         (machine, app, vec![JobRequest::Start])
@@ -150,7 +212,7 @@ impl Workload for JobWorkload {
     }
 
     fn act(&self, app: &mut JobApp, _: &mut Vec<HistoryEvent>, _: u32) -> Option<Vec<JobRequest>> {
-        if app.triggered >= JOB_CYCLES {
+        if app.triggered >= self.cycles {
             return None;
         }
         app.triggered += 1;
@@ -160,11 +222,24 @@ impl Workload for JobWorkload {
     }
 
     fn can_act(&self, app: &JobApp) -> bool {
-        app.triggered < JOB_CYCLES
+        app.triggered < self.cycles
+    }
+
+    /// The first cycle fires as soon as the instance is caught up, wherever the others are; a
+    /// later one only when nothing is in flight anywhere, as a cron fires long after the
+    /// last cycle settled.
+    fn act_waits_for_settled(&self, app: &JobApp) -> bool {
+        app.triggered >= 1
     }
 
     fn finished(&self, _: &JobApp) -> bool {
         false
+    }
+
+    fn crashed(&self, app: &mut JobApp, effects: &mut Vec<HistoryEvent>, client: u32) {
+        if app.leading.take().is_some() {
+            effects.push(role(client, "none", None));
+        }
     }
 
     fn judges() -> Vec<Judge<Self>> {
@@ -177,6 +252,7 @@ impl Workload for JobWorkload {
                 properties::herd_free(h, ELECTION_LATCH_DIR)
             }),
             judge("leader elected", Eventually, |h, s| elected(h, s, "leader")),
+            judge("no shard lost", Eventually, no_shard_lost),
             judge("an item failed over", Sometimes, |h, _| {
                 sometimes::item_failed_over(h, JOB_DIR)
             }),

@@ -38,7 +38,14 @@
 //!   Curator's `KillSession` does: the client is told its session expired and opens another,
 //!   while the server keeps the old one until a later `ServerExpireOld`), `LeaderChange` (every
 //!   client's connection breaks at once; the in-flight operations fail unapplied; sessions
-//!   survive).
+//!   survive), `Crash(c)` (client `c`'s process dies for good while it is *idle*: nothing in
+//!   flight either way, no timer pending; the server expires its session, and the roles its
+//!   application held end with it, [`Workload::crashed`]).
+//!
+//! A crash comes only between two pieces of a client's work, because what a crash in the
+//! middle of one does is already covered or is lost by design: the server's side of it is an
+//! `Expire` at that point, and a job instance that crashes between claiming an (item, cycle) and
+//! running it takes that run with it (the claim is what makes a run happen at most once).
 //!
 //! A "paused" client needs no action of its own: every interleaving already includes every
 //! client standing still while the others move. Expiries are not injected into clients whose
@@ -157,6 +164,9 @@ pub struct FaultBudget {
     pub client_expire: u8,
     /// Disconnections of every client at once.
     pub leader_change: u8,
+    /// Client processes that crash while idle and never come back.
+    #[serde(default)]
+    pub crash: u8,
 }
 
 impl FaultBudget {
@@ -167,10 +177,11 @@ impl FaultBudget {
         expire: 1,
         client_expire: 0,
         leader_change: 0,
+        crash: 0,
     };
 
     /// Parses `drop-reply=1,expire=1` (names: `drop-request`, `drop-reply`, `expire`,
-    /// `client-expire`, `leader-change`; `none` for no faults).
+    /// `client-expire`, `leader-change`, `crash`; `none` for no faults).
     pub fn parse(spec: &str) -> Result<FaultBudget, String> {
         let mut budget = FaultBudget::default();
         if spec.trim() == "none" {
@@ -189,10 +200,11 @@ impl FaultBudget {
                 "expire" => &mut budget.expire,
                 "client-expire" => &mut budget.client_expire,
                 "leader-change" => &mut budget.leader_change,
+                "crash" => &mut budget.crash,
                 other => {
                     return Err(format!(
                         "fault budget: unknown fault {other:?} (known: drop-request, drop-reply, \
-                         expire, client-expire, leader-change)"
+                         expire, client-expire, leader-change, crash)"
                     ))
                 }
             };
@@ -261,9 +273,20 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     ) -> Option<Vec<Self::Request>>;
     /// Whether the application has an action to take.
     fn can_act(&self, app: &Self::App) -> bool;
+    /// Whether its next action waits until nothing is in flight to or from any client (a
+    /// settled moment), not only to and from its own. By default not.
+    fn act_waits_for_settled(&self, app: &Self::App) -> bool {
+        let _ = app;
+        false
+    }
     /// Whether the application is done with the recipe: a session expiry can change nothing
     /// it does any more, so the checker does not inject one.
     fn finished(&self, app: &Self::App) -> bool;
+    /// The application dies with its process ([`Action::Crash`]): the roles it held end, as
+    /// history events. By default it held none.
+    fn crashed(&self, app: &mut Self::App, effects: &mut Vec<HistoryEvent>, client: u32) {
+        let _ = (app, effects, client);
+    }
     /// The properties, each judged on the state's history (at most [`MAX_JUDGES`]).
     fn judges() -> Vec<Judge<Self>>;
     /// A client's own entries (`own`, oldest first) reduced to the least that gives every
@@ -345,6 +368,10 @@ pub struct Client<W: Workload> {
     /// expired): its operations fail with `SessionExpired` and its events are not delivered,
     /// until the client has processed `Expired` and opened a new session.
     pub expired_at_server: bool,
+    /// Its process crashed ([`Action::Crash`]): it takes no step any more.
+    pub crashed: bool,
+    /// It lost a session and went on in a new one (it processed `Expired`).
+    pub rejoined: bool,
 }
 
 /// One client's connection: what is in flight each way. Kept apart from [`Client`] because the
@@ -522,9 +549,11 @@ impl<W: Workload> Symmetric for Client<W> {
             session,
             timers,
             expired_at_server,
+            crashed,
+            rejoined,
         } = self;
         (machine, app, session).hash_renamed(renaming, state);
-        (timers, expired_at_server).hash(state);
+        (timers, expired_at_server, crashed, rejoined).hash(state);
     }
 }
 
@@ -639,6 +668,8 @@ pub enum Action {
     ServerExpireOld(SessionId),
     /// Every client's connection breaks.
     LeaderChange,
+    /// Client `c`'s process crashes while idle; the server expires its session.
+    Crash(usize),
 }
 
 impl Action {
@@ -705,6 +736,10 @@ impl<W: Workload> RecipeModel<W> {
                 format!("the server expires abandoned session {:#x}", session.0)
             }
             Action::LeaderChange => "FAULT: leader change, every connection breaks".to_owned(),
+            Action::Crash(c) => format!(
+                "FAULT: client {c}'s process crashes (the server expires its session; it never \
+                 comes back)"
+            ),
         }
     }
 
@@ -870,6 +905,8 @@ impl<W: Workload> Model for RecipeModel<W> {
                     session,
                     timers: BTreeSet::new(),
                     expired_at_server: false,
+                    crashed: false,
+                    rejoined: false,
                 }),
                 queues: Shared::new(Queues {
                     outbox: VecDeque::new(),
@@ -925,7 +962,14 @@ impl<W: Workload> Model for RecipeModel<W> {
                 return;
             }
         }
+        let settled = state
+            .seats
+            .iter()
+            .all(|seat| seat.queues.inbox.is_empty() && seat.queues.outbox.is_empty());
         for (c, Seat { client, queues, .. }) in state.seats.iter().enumerate() {
+            if client.crashed {
+                continue;
+            }
             if !queues.outbox.is_empty() {
                 actions.push(Action::Serve(c));
             }
@@ -936,7 +980,8 @@ impl<W: Workload> Model for RecipeModel<W> {
                 actions.push(Action::Timer(c, *timer));
             }
             let caught_up = queues.inbox.is_empty() && queues.outbox.is_empty();
-            let may_act = caught_up || self.acting != Acting::CaughtUp;
+            let may_act = (caught_up || self.acting != Acting::CaughtUp)
+                && (settled || !self.workload.act_waits_for_settled(&client.app));
             if may_act && self.workload.can_act(&client.app) {
                 actions.push(Action::Act(c));
             }
@@ -962,6 +1007,11 @@ impl<W: Workload> Model for RecipeModel<W> {
             }
             if budget.client_expire > 0 && at_stake {
                 actions.push(Action::ClientExpire(c));
+            }
+            let idle =
+                queues.inbox.is_empty() && queues.outbox.is_empty() && client.timers.is_empty();
+            if budget.crash > 0 && at_stake && idle {
+                actions.push(Action::Crash(c));
             }
         }
         for session in &state.abandoned {
@@ -1012,15 +1062,16 @@ impl<W: Workload> RecipeModel<W> {
     /// fault can move such a state on, and a liveness property must hold in it.
     pub fn quiescent(&self, state: &State<W>) -> bool {
         let idle = state.seats.iter().all(|seat| {
-            seat.queues.inbox.is_empty()
-                && seat.queues.outbox.is_empty()
-                && seat.client.timers.is_empty()
-                && !self.workload.can_act(&seat.client.app)
+            seat.client.crashed
+                || (seat.queues.inbox.is_empty()
+                    && seat.queues.outbox.is_empty()
+                    && seat.client.timers.is_empty()
+                    && !self.workload.can_act(&seat.client.app))
         });
         let taking_part = state
             .seats
             .iter()
-            .any(|seat| !self.workload.finished(&seat.client.app));
+            .any(|seat| !seat.client.crashed && !self.workload.finished(&seat.client.app));
         idle && taking_part
     }
 }
@@ -1114,6 +1165,7 @@ impl<W: Workload> RecipeModel<W> {
                     let mut client = next.client_mut(c);
                     client.session = session_id;
                     client.expired_at_server = false;
+                    client.rejoined = true;
                     drop(client);
                     let connected = Inbound::Session(SessionEvent::Connected { session_id });
                     next.queues_mut(c).inbox.push_back(connected);
@@ -1207,6 +1259,34 @@ impl<W: Workload> RecipeModel<W> {
                     // No session number: it would name a client without a token.
                     "an abandoned session expired by the server".to_owned(),
                 );
+                let notifications = next.zk_mut().close_session(session).unwrap_or_default();
+                Self::deliver_notifications(&mut next, notifications);
+            }
+            Action::Crash(c) => {
+                next.budget.crash -= 1;
+                Self::fault(
+                    &mut next,
+                    format!("client {IDENTITY_MARK}{c}: process crashed"),
+                );
+                let mut effects = Vec::new();
+                {
+                    let mut client = next.client_mut(c);
+                    let Client { app, .. } = &mut *client;
+                    self.workload.crashed(app, &mut effects, c as u32);
+                    client.crashed = true;
+                    client.expired_at_server = true;
+                }
+                for effect in effects {
+                    Self::push(&mut next, effect);
+                }
+                // Its session's end, as an expiry delivered to it would record it.
+                let ended = HistoryEvent::Session {
+                    client: c as u32,
+                    event: SessionEvent::Expired,
+                };
+                Self::log(&mut next, c, ended.clone());
+                Self::push(&mut next, ended);
+                let session = next.client(c).session;
                 let notifications = next.zk_mut().close_session(session).unwrap_or_default();
                 Self::deliver_notifications(&mut next, notifications);
             }

@@ -156,15 +156,7 @@ impl Workload for LockWorkload {
             LockReport::Lost
             | LockReport::Released { .. }
             | LockReport::TimedOut
-            | LockReport::Failed(_) => {
-                if matches!(
-                    app,
-                    LockApp::Holding(_) | LockApp::Reserved(_) | LockApp::Releasing
-                ) {
-                    effects.push(role(client, "none", None));
-                }
-                *app = LockApp::Done;
-            }
+            | LockReport::Failed(_) => done_with_the_lock(app, effects, client),
         }
         Vec::new()
     }
@@ -196,6 +188,10 @@ impl Workload for LockWorkload {
 
     fn finished(&self, app: &LockApp) -> bool {
         *app == LockApp::Done
+    }
+
+    fn crashed(&self, app: &mut LockApp, effects: &mut Vec<HistoryEvent>, client: u32) {
+        done_with_the_lock(app, effects, client);
     }
 
     fn judges() -> Vec<Judge<Self>> {
@@ -239,6 +235,17 @@ impl Workload for LockWorkload {
             LOCK_CHANGED,
         ))
     }
+}
+
+/// A lock client is done: if it held the lock, its holding ends.
+fn done_with_the_lock(app: &mut LockApp, effects: &mut Vec<HistoryEvent>, client: u32) {
+    if matches!(
+        app,
+        LockApp::Holding(_) | LockApp::Reserved(_) | LockApp::Releasing
+    ) {
+        effects.push(role(client, "none", None));
+    }
+    *app = LockApp::Done;
 }
 
 /// How many times a leader acts in one leadership. Once is enough: an act changes nothing but
@@ -352,6 +359,12 @@ impl<R: LeaderRecipe> Workload for R {
 
     fn finished(&self, _: &LeaderApp) -> bool {
         false
+    }
+
+    fn crashed(&self, app: &mut LeaderApp, effects: &mut Vec<HistoryEvent>, client: u32) {
+        if app.leading.take().is_some() {
+            effects.push(role(client, "none", None));
+        }
     }
 
     fn judges() -> Vec<Judge<Self>> {
