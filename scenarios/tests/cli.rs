@@ -171,6 +171,37 @@ fn a_counterexample_exports_as_a_scenario_file() {
 }
 
 #[test]
+fn a_crash_exports_as_a_scripted_client_crash() {
+    let dir = std::env::temp_dir().join(format!("zkharness-crash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let file = dir.join("no-watch.json");
+    let (code, stdout, _) = zkharness(&[
+        "check",
+        "master",
+        "--variant",
+        "no-watch",
+        "--faults",
+        "crash=1",
+        "--export",
+        file.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("process crashes"), "{stdout}");
+    let scenario: zkh_scenarios::Scenario =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("the file"))
+            .expect("a scenario");
+    assert_eq!(scenario.violation, "leader elected");
+    let crashes: Vec<_> = scenario
+        .faults
+        .scripted
+        .iter()
+        .filter(|scripted| matches!(scripted.fault, zkh_sim::fault::Fault::CrashClient { .. }))
+        .collect();
+    assert_eq!(crashes.len(), 1, "{:?}", scenario.faults);
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
 fn explore_serves_the_explorer_on_localhost() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("a free port")

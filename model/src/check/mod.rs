@@ -30,7 +30,9 @@
 //!   empty, so what is checked is a belief that stays wrong after everything has arrived. A
 //!   client acting on news still in flight is the fencing problem: [`Acting::Fenced`] lets it
 //!   act at any time on a resource that refuses older tokens, [`Acting::Unfenced`] on one that
-//!   accepts everything (the `unfenced` positive control).
+//!   accepts everything (the `unfenced` positive control). A workload may also make an act
+//!   wait until nothing is in flight to or from any client ([`Workload::act_waits_for_settled`]:
+//!   the sharded job's later cron cycles).
 //! - Faults, each within its budget ([`FaultBudget`]): `DropRequest(c)` (ConnectionLoss, not
 //!   applied), `DropReply(c)` (a write applied, then ConnectionLoss; a lost read reply is no
 //!   different from a lost request), `Expire(c)` (the server expires the
