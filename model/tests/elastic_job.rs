@@ -1,7 +1,7 @@
 //! Elastic-Job sharding and failover over the in-memory client: the average allocation lands in
 //! ZooKeeper, every item runs once per cycle, a crashed instance's items fail over, take-off
-//! items are skipped, a lost claim reply is read back, and the two known-bad variants misbehave
-//! as their docs say.
+//! items are skipped, a lost claim reply is read back, an item whose owner is not registered
+//! fails over, and the three known-bad variants misbehave as their docs say.
 #![cfg(not(madsim))]
 
 mod support;
@@ -190,6 +190,65 @@ fn a_failover_after_the_crashed_instance_finished_its_cycle_runs_nothing_again()
                 1,
                 "item {item} runs once in cycle 2"
             );
+        }
+    });
+}
+
+/// Cycle 2 with item 7's owner in the sharding replaced by `ghost`, an instance that no
+/// listing ever showed (it registered and crashed between two listings, as the model checker
+/// found). Returns the runs of cycles 2 and 3.
+async fn a_ghost_owns_item_7_in_cycle_two(variant: JobVariant) -> Runs {
+    let ensemble = MemoryEnsemble::new();
+    let instances = three_after_cycle_one(&ensemble, variant).await;
+    let admin = ensemble.connect();
+    let owner_path = format!("{JOB}/sharding/7/instance");
+    admin
+        .set_data(&owner_path, b"ghost", -1)
+        .await
+        .expect("the owner node exists");
+    let mut runs = Runs::new();
+    collect(&instances.iter().collect::<Vec<_>>(), &mut runs);
+    runs.clear();
+    for cycle in [2, 3] {
+        for instance in &instances {
+            instance.job.trigger(cycle);
+        }
+        settle().await;
+    }
+    collect(&instances.iter().collect::<Vec<_>>(), &mut runs);
+    runs
+}
+
+#[test]
+fn a_cycle_fails_over_the_item_of_an_owner_that_is_not_registered() {
+    runtime().block_on(async {
+        let runs = a_ghost_owns_item_7_in_cycle_two(JobVariant::Correct).await;
+        let ran = runs.get(&(7, 2)).cloned().unwrap_or_default();
+        assert_eq!(ran.len(), 1, "item 7 runs once in cycle 2: {ran:?}");
+        assert!(ran[0].1, "as a failover: {ran:?}");
+        for item in 0..ITEMS {
+            let ran = runs.get(&(item, 3)).cloned().unwrap_or_default();
+            assert_eq!(
+                ran.len(),
+                1,
+                "cycle 3 is sharded again: item {item}: {ran:?}"
+            );
+            assert!(!ran[0].1, "by its new owner: {ran:?}");
+        }
+    });
+}
+
+#[test]
+fn trust_owners_never_runs_the_item_of_an_owner_that_is_not_registered() {
+    runtime().block_on(async {
+        let runs = a_ghost_owns_item_7_in_cycle_two(JobVariant::TrustOwners).await;
+        for cycle in [2, 3] {
+            assert!(
+                !runs.contains_key(&(7, cycle)),
+                "item 7 is lost in cycle {cycle}: {runs:?}"
+            );
+            let others = (0..7).filter(|item| runs.contains_key(&(*item, cycle)));
+            assert_eq!(others.count(), 7, "the other items run in cycle {cycle}");
         }
     });
 }
