@@ -285,6 +285,17 @@ impl JobMachine {
         self.items
     }
 
+    /// Whether the listeners' work is done: registration, the crash listener's scans and marks,
+    /// and failover (nothing queued or in flight on their lane, no retry pending, the failover
+    /// lock neither wanted nor held). The cron's lane may still be running or polling.
+    pub fn listeners_idle(&self) -> bool {
+        let lane = &self.lanes[LISTENER];
+        lane.queue.is_empty()
+            && lane.step.is_none()
+            && lane.waiting.is_none()
+            && self.claim_lock.is_none()
+    }
+
     /// Whether this instance believes it leads the job.
     pub fn is_leader(&self) -> bool {
         self.leader

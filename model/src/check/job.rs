@@ -19,8 +19,10 @@
 //! sharded again. A model without time says it this way:
 //! - the first cycle fires at each instance as soon as it is caught up, wherever the others
 //!   are;
-//! - a later one fires only when nothing is in flight to or from any instance
-//!   ([`Workload::act_waits_for_settled`]), as a cron fires long after the last cycle settled.
+//! - a later one fires only at a settled moment ([`Workload::act_waits_for_settled`]): nothing
+//!   in flight to or from any instance, and every instance's listeners at rest (registered,
+//!   the crash listener done, no failover or retry under way; [`Workload::at_rest`]), as a cron
+//!   fires long after the last cycle settled.
 //!
 //! Faults still strike at any point, a settled cycle's own included. With a crash
 //! (`crash=1`: an instance dies while idle and never comes back), every item of every settled
@@ -31,8 +33,8 @@
 //! not judged for lost shards.
 //!
 //! Two variants break "no shard lost":
-//! - [`OneItemPerIdle`](JobVariant::OneItemPerIdle): an instance that owns both items crashes
-//!   before its second cycle, and the survivor fails over only one of them;
+//! - [`OneItemPerIdle`](JobVariant::OneItemPerIdle): of three items, the instance that owns two
+//!   crashes before its second cycle, and the survivor fails over only one of them;
 //! - [`TrustOwners`](JobVariant::TrustOwners): an instance registers and crashes between two
 //!   listings of the other's crash listener, and the leader shards with it as an owner.
 //!
@@ -226,10 +228,16 @@ impl Workload for JobWorkload {
     }
 
     /// The first cycle fires as soon as the instance is caught up, wherever the others are; a
-    /// later one only when nothing is in flight anywhere, as a cron fires long after the
-    /// last cycle settled.
+    /// later one only at a settled moment, as a cron fires long after the last cycle settled.
     fn act_waits_for_settled(&self, app: &JobApp) -> bool {
         app.triggered >= 1
+    }
+
+    /// An instance is at rest when its listeners are: registered, its crash listener done, no
+    /// failover under way. (Its cron's lane may poll for the sharding: the leader's cycle ends
+    /// that.)
+    fn at_rest(&self, machine: &JobMachine) -> bool {
+        machine.listeners_idle()
     }
 
     fn finished(&self, _: &JobApp) -> bool {

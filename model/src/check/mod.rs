@@ -31,8 +31,9 @@
 //!   client acting on news still in flight is the fencing problem: [`Acting::Fenced`] lets it
 //!   act at any time on a resource that refuses older tokens, [`Acting::Unfenced`] on one that
 //!   accepts everything (the `unfenced` positive control). A workload may also make an act
-//!   wait until nothing is in flight to or from any client ([`Workload::act_waits_for_settled`]:
-//!   the sharded job's later cron cycles).
+//!   wait for a settled moment, when nothing is in flight to or from any client and every
+//!   machine is at rest ([`Workload::act_waits_for_settled`]: the sharded job's later cron
+//!   cycles).
 //! - Faults, each within its budget ([`FaultBudget`]): `DropRequest(c)` (ConnectionLoss, not
 //!   applied), `DropReply(c)` (a write applied, then ConnectionLoss; a lost read reply is no
 //!   different from a lost request), `Expire(c)` (the server expires the
@@ -275,11 +276,17 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     ) -> Option<Vec<Self::Request>>;
     /// Whether the application has an action to take.
     fn can_act(&self, app: &Self::App) -> bool;
-    /// Whether its next action waits until nothing is in flight to or from any client (a
-    /// settled moment), not only to and from its own. By default not.
+    /// Whether its next action waits for a settled moment: nothing in flight to or from any
+    /// client, and every client's machine at rest ([`Workload::at_rest`]). By default not.
     fn act_waits_for_settled(&self, app: &Self::App) -> bool {
         let _ = app;
         false
+    }
+    /// Whether `machine` has no background work left that a settled moment must wait for
+    /// (retries, listeners). By default it has none beyond what is in flight.
+    fn at_rest(&self, machine: &Self::Machine) -> bool {
+        let _ = machine;
+        true
     }
     /// Whether the application is done with the recipe: a session expiry can change nothing
     /// it does any more, so the checker does not inject one.
@@ -964,10 +971,12 @@ impl<W: Workload> Model for RecipeModel<W> {
                 return;
             }
         }
-        let settled = state
-            .seats
-            .iter()
-            .all(|seat| seat.queues.inbox.is_empty() && seat.queues.outbox.is_empty());
+        let settled = state.seats.iter().all(|seat| {
+            seat.client.crashed
+                || (seat.queues.inbox.is_empty()
+                    && seat.queues.outbox.is_empty()
+                    && self.workload.at_rest(&seat.client.machine))
+        });
         for (c, Seat { client, queues, .. }) in state.seats.iter().enumerate() {
             if client.crashed {
                 continue;
