@@ -77,7 +77,8 @@ struct ModelArgs {
     #[arg(long)]
     items: Option<u32>,
     /// The cycles each job instance's cron triggers (job only; default 1). "No shard lost" is
-    /// judged on the second and later cycles, which fire when nothing is in flight.
+    /// judged on the second and later cycles, which fire at a settled moment (nothing in
+    /// flight, every instance's listeners at rest).
     #[arg(long)]
     cycles: Option<u64>,
 }
@@ -96,7 +97,8 @@ struct CheckArgs {
     max_states: usize,
     /// Give up on paths longer than this many steps (a recipe that can loop for ever has paths
     /// of every length; the standard checks are 30 to 124 steps deep, the sharded job's with
-    /// two instances and one fault up to about 250). Exit code 2 when it gives up.
+    /// two instances and one fault up to about 250, with three items, two cycles and a crash
+    /// 311: give it `--max-depth 400`). Exit code 2 when it gives up.
     #[arg(long, default_value_t = Limits::DEFAULT_MAX_DEPTH)]
     max_depth: usize,
     /// Explore states that differ only in which client is which separately (by default the
