@@ -65,7 +65,7 @@ use zkh_recipes::elastic_job::{JobMachine, JobReport, JobRequest, JobVariant};
 use zkh_recipes::sharding::JobPaths;
 use zkh_recipes::symmetry::identity;
 
-use super::workloads::{elected, elected_settled, judge, role};
+use super::workloads::{elected, elected_settled, judge, leadership_ends, role};
 use super::{Judge, Recorded, State, Workload, ELECTION_LATCH_DIR, JOB_DIR};
 use crate::history::{HistoryEntry, HistoryEvent};
 use crate::properties::{self, sometimes, Class, Finding};
@@ -191,11 +191,7 @@ impl Workload for JobWorkload {
                 app.leading = Some(token);
                 effects.push(role(client, "leader", Some(token)));
             }
-            JobReport::NotLeader => {
-                if app.leading.take().is_some() {
-                    effects.push(role(client, "none", None));
-                }
-            }
+            JobReport::NotLeader => leadership_ends(&mut app.leading, effects, client),
             JobReport::Executed {
                 item,
                 cycle,
@@ -245,9 +241,7 @@ impl Workload for JobWorkload {
     }
 
     fn crashed(&self, app: &mut JobApp, effects: &mut Vec<HistoryEvent>, client: u32) {
-        if app.leading.take().is_some() {
-            effects.push(role(client, "none", None));
-        }
+        leadership_ends(&mut app.leading, effects, client);
     }
 
     fn judges() -> Vec<Judge<Self>> {

@@ -409,6 +409,16 @@ pub struct Seat<W: Workload> {
     pub log: SharedLog<HistoryEntry>,
 }
 
+impl<W: Workload> Seat<W> {
+    /// Nothing in flight either way and no timer pending: the client waits on nothing of its
+    /// own.
+    pub fn idle(&self) -> bool {
+        self.queues.inbox.is_empty()
+            && self.queues.outbox.is_empty()
+            && self.client.timers.is_empty()
+    }
+}
+
 /// A state of the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct State<W: Workload> {
@@ -998,7 +1008,8 @@ impl<W: Workload> Model for RecipeModel<W> {
             }
         }
         let budget = state.budget;
-        for (c, Seat { client, queues, .. }) in state.seats.iter().enumerate() {
+        for (c, seat) in state.seats.iter().enumerate() {
+            let Seat { client, queues, .. } = seat;
             let connected = !client.expired_at_server;
             let next_is_write = queues
                 .outbox
@@ -1019,9 +1030,7 @@ impl<W: Workload> Model for RecipeModel<W> {
             if budget.client_expire > 0 && at_stake {
                 actions.push(Action::ClientExpire(c));
             }
-            let idle =
-                queues.inbox.is_empty() && queues.outbox.is_empty() && client.timers.is_empty();
-            if budget.crash > 0 && at_stake && idle {
+            if budget.crash > 0 && at_stake && seat.idle() {
                 actions.push(Action::Crash(c));
             }
         }
@@ -1073,11 +1082,7 @@ impl<W: Workload> RecipeModel<W> {
     /// fault can move such a state on, and a liveness property must hold in it.
     pub fn quiescent(&self, state: &State<W>) -> bool {
         let idle = state.seats.iter().all(|seat| {
-            seat.client.crashed
-                || (seat.queues.inbox.is_empty()
-                    && seat.queues.outbox.is_empty()
-                    && seat.client.timers.is_empty()
-                    && !self.workload.can_act(&seat.client.app))
+            seat.client.crashed || (seat.idle() && !self.workload.can_act(&seat.client.app))
         });
         let taking_part = state
             .seats

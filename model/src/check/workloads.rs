@@ -32,6 +32,17 @@ use crate::properties::{self, sometimes, Finding};
 /// The resource both workloads write to.
 pub const RESOURCE: &str = "resource";
 
+/// A leader's leadership ends, if it held one (`leading` is cleared): a `none` role.
+pub(super) fn leadership_ends(
+    leading: &mut Option<i64>,
+    effects: &mut Vec<HistoryEvent>,
+    client: u32,
+) {
+    if leading.take().is_some() {
+        effects.push(role(client, "none", None));
+    }
+}
+
 pub(super) fn role(client: u32, role: &str, token: Option<i64>) -> HistoryEvent {
     HistoryEvent::Role {
         client,
@@ -329,11 +340,7 @@ impl<R: LeaderRecipe> Workload for R {
                     acts: 0,
                 };
             }
-            None => {
-                if app.leading.take().is_some() {
-                    effects.push(role(client, "none", None));
-                }
-            }
+            None => leadership_ends(&mut app.leading, effects, client),
         }
         Vec::new()
     }
@@ -362,9 +369,7 @@ impl<R: LeaderRecipe> Workload for R {
     }
 
     fn crashed(&self, app: &mut LeaderApp, effects: &mut Vec<HistoryEvent>, client: u32) {
-        if app.leading.take().is_some() {
-            effects.push(role(client, "none", None));
-        }
+        leadership_ends(&mut app.leading, effects, client);
     }
 
     fn judges() -> Vec<Judge<Self>> {
