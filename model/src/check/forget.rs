@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use stateright::Expectation;
 
 use super::{Inbound, RecipeModel, SharedLog, State, Workload};
-use crate::history::HistoryEntry;
+use crate::history::{HistoryEntry, HistoryEvent};
 
 impl<W: Workload> RecipeModel<W> {
     /// Keeps the summary of each client's own entries ([`Workload::summarize_own`]) and, if the
@@ -72,26 +72,41 @@ impl<W: Workload> RecipeModel<W> {
     }
 
     /// Drops the oldest shared entries that no judge can use any more
-    /// ([`Workload::settled_shared`]), and renumbers the rest from 0: the shared history
+    /// ([`Workload::settled_shared`]), puts the rest in the workload's canonical form, if it
+    /// has one ([`Workload::canonical_shared`]), and renumbers them from 0: the shared history
     /// becomes the one its kept entries would make alone, whatever came before them.
     fn drop_settled_shared(workload: &W, state: &mut State<W>) {
         let mut shared = Vec::with_capacity(state.shared.len());
         state.shared.extend_oldest_first(&mut shared);
         let settled = workload.settled_shared(&shared, state);
+        let kept = &shared[settled..];
+        if let Some(canonical) = workload.canonical_shared(kept, state) {
+            let unchanged = canonical.len() == kept.len()
+                && (kept.iter().zip(&canonical))
+                    .enumerate()
+                    .all(|(at, (entry, event))| entry.at_us == at as u64 && entry.event == *event);
+            if !unchanged {
+                state.shared = Self::timed_by_place(canonical);
+            }
+            return;
+        }
         if settled == 0 {
             return;
         }
-        let renumbered: SharedLog<HistoryEntry> = shared[settled..]
-            .iter()
-            .enumerate()
-            .map(|(at, entry)| {
-                debug_assert_eq!(entry.at_us, (settled + at) as u64, "timed by place");
-                HistoryEntry {
-                    at_us: at as u64,
-                    event: entry.event.clone(),
-                }
+        let renumbered = kept.iter().enumerate().map(|(at, entry)| {
+            debug_assert_eq!(entry.at_us, (settled + at) as u64, "timed by place");
+            entry.event.clone()
+        });
+        state.shared = Self::timed_by_place(renumbered);
+    }
+
+    /// A shared history of `events`, each timed by its place.
+    fn timed_by_place(events: impl IntoIterator<Item = HistoryEvent>) -> SharedLog<HistoryEntry> {
+        (events.into_iter().enumerate())
+            .map(|(at, event)| HistoryEntry {
+                at_us: at as u64,
+                event,
             })
-            .collect();
-        state.shared = renumbered;
+            .collect()
     }
 }

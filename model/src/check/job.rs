@@ -58,7 +58,7 @@
 //!   point, and an instance that crashes between claiming an (item, cycle) and running it
 //!   takes that run with it (the claim is what makes a run happen at most once).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use stateright::Expectation;
 use zkh_recipes::elastic_job::{JobMachine, JobReport, JobRequest, JobVariant};
@@ -281,5 +281,57 @@ impl Workload for JobWorkload {
     fn settled_shared(&self, shared: &[&HistoryEntry], _: &State<Self>) -> usize {
         properties::no_shard_executed_twice_settled(shared, JOB_DIR)
             .min(elected_settled(shared, "leader"))
+    }
+
+    /// What the job's judges read of the shared history, and nothing else:
+    /// - the role of each instance that leads now, in the order of instances ("leader
+    ///   elected" asks only whether someone does);
+    /// - each run, in the order of (item, cycle): "no shard executed twice" and "no shard
+    ///   lost" ask only which (item, cycle) ran and how often, so the instance, the token and
+    ///   whether it was failed over, which no judge reads again, are made 0 and false. ("An
+    ///   item failed over" reads that once, when the run joins the history: a state is judged
+    ///   before its history is put in this form, and a `sometimes` verdict, once it holds, is
+    ///   inherited.)
+    ///
+    /// Faults and session events go: no judge of the job reads them ("herd free" reads the
+    /// instances' own logs, where each keeps its own session's end). A counterexample is
+    /// replayed without forgetting, and so explained with its whole history.
+    fn canonical_shared(
+        &self,
+        kept: &[&HistoryEntry],
+        _: &State<Self>,
+    ) -> Option<Vec<HistoryEvent>> {
+        let mut leads: BTreeMap<u32, Option<i64>> = BTreeMap::new();
+        let mut runs = Vec::new();
+        for entry in kept {
+            match &entry.event {
+                HistoryEvent::Role {
+                    client,
+                    role,
+                    token,
+                } if role == "leader" => {
+                    leads.insert(*client, *token);
+                }
+                HistoryEvent::Execution {
+                    job, item, cycle, ..
+                } if job == JOB_DIR => runs.push((*item, *cycle)),
+                _ => {}
+            }
+        }
+        runs.sort_unstable();
+        let leaders = (leads.into_iter())
+            .filter(|(_, token)| token.is_some())
+            .map(|(client, _)| role(client, "leader", Some(0)));
+        let runs = runs
+            .into_iter()
+            .map(|(item, cycle)| HistoryEvent::Execution {
+                client: 0,
+                job: JOB_DIR.into(),
+                item,
+                cycle,
+                token: 0,
+                failover: false,
+            });
+        Some(leaders.chain(runs).collect())
     }
 }

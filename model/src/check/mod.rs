@@ -97,7 +97,9 @@
 //! (tokens never go down while it holds); "leader elected" only each holder's last role;
 //! "leadership changed hands after a loss", until it happens, only what came since the current
 //! holder took the role. "Mutual exclusion" and "no shard executed twice" keep every write and
-//! every run.
+//! every run. A workload may also put what it keeps in a canonical form
+//! ([`Workload::canonical_shared`]): the sharded job keeps only who leads now and which (item,
+//! cycle) ran, sorted.
 //!
 //! `tests/forgetting.rs` walks every recipe with and without forgetting, in step, and requires
 //! the same verdicts at every step; [`RecipeModel::forget_settled`] turns it off (the command
@@ -321,6 +323,20 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     fn settled_shared(&self, shared: &[&HistoryEntry], state: &State<Self>) -> usize {
         let _ = (shared, state);
         0
+    }
+    /// The shared entries the checker keeps (`kept`, oldest first, after
+    /// [`Workload::settled_shared`]) in a canonical form, if the workload has one: events that,
+    /// timed by their place, give every judge the same verdict as `kept`, of this state and of
+    /// any state after it, in `state`, where every `always` property holds. Two states whose
+    /// histories differ only in what no judge can tell apart (the order of unrelated events,
+    /// which client ran what) then are one. `None` keeps `kept` as it is, the default.
+    fn canonical_shared(
+        &self,
+        kept: &[&HistoryEntry],
+        state: &State<Self>,
+    ) -> Option<Vec<HistoryEvent>> {
+        let _ = (kept, state);
+        None
     }
 }
 
