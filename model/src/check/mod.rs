@@ -549,13 +549,25 @@ type SeatHashes<'a> = (&'a [u64], &'a [u64], Option<&'a [u64]>);
 /// The state a symmetry-reducing search hashes in place of `state`: `state` itself, hashed as
 /// the least of its hashes under every renaming of its clients, so that states equal up to a
 /// renaming hash alike (stateright calls this for every state it reaches).
+///
+/// Stateright only hashes the representative, so where the least hash stands for the whole
+/// state, the representative is that hash and nothing else: no client is copied (the server is
+/// one shared pointer, which a state cannot be without).
 pub fn representative<W: Workload>(state: &State<W>) -> State<W> {
-    let mut representative = state.clone();
-    if let Some(renamings) = &state.renamings {
-        let least = state.each_renamed_hash(renamings).min();
-        representative.least_renamed_hash = least;
+    let Some(renamings) = &state.renamings else {
+        return state.clone();
+    };
+    State {
+        zk: state.zk.clone(),
+        seats: Vec::new(),
+        abandoned: BTreeSet::new(),
+        budget: FaultBudget::default(),
+        shared: SharedLog::default(),
+        resource: FencedResource::default(),
+        verdicts: 0,
+        renamings: None,
+        least_renamed_hash: state.each_renamed_hash(renamings).min(),
     }
-    representative
 }
 
 impl Symmetric for Inbound {
