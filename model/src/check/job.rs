@@ -58,14 +58,14 @@
 //!   point, and an instance that crashes between claiming an (item, cycle) and running it
 //!   takes that run with it (the claim is what makes a run happen at most once).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use stateright::Expectation;
 use zkh_recipes::elastic_job::{JobMachine, JobReport, JobRequest, JobVariant};
 use zkh_recipes::sharding::JobPaths;
 use zkh_recipes::symmetry::identity;
 
-use super::workloads::{elected, elected_settled, judge, leadership_ends, role};
+use super::workloads::{elected, elected_settled, holders_now, judge, leadership_ends, role};
 use super::{Judge, Recorded, State, Workload, ELECTION_LATCH_DIR, JOB_DIR};
 use crate::history::{HistoryEntry, HistoryEvent};
 use crate::properties::{self, sometimes, Class, Finding};
@@ -301,27 +301,18 @@ impl Workload for JobWorkload {
         kept: &[&HistoryEntry],
         _: &State<Self>,
     ) -> Option<Vec<HistoryEvent>> {
-        let mut leads: BTreeMap<u32, Option<i64>> = BTreeMap::new();
         let mut runs = Vec::new();
         for entry in kept {
-            match &entry.event {
-                HistoryEvent::Role {
-                    client,
-                    role,
-                    token,
-                } if role == "leader" => {
-                    leads.insert(*client, *token);
+            if let HistoryEvent::Execution {
+                job, item, cycle, ..
+            } = &entry.event
+            {
+                if job == JOB_DIR {
+                    runs.push((*item, *cycle));
                 }
-                HistoryEvent::Execution {
-                    job, item, cycle, ..
-                } if job == JOB_DIR => runs.push((*item, *cycle)),
-                _ => {}
             }
         }
         runs.sort_unstable();
-        let leaders = (leads.into_iter())
-            .filter(|(_, token)| token.is_some())
-            .map(|(client, _)| role(client, "leader", Some(0)));
         let runs = runs
             .into_iter()
             .map(|(item, cycle)| HistoryEvent::Execution {
@@ -332,6 +323,6 @@ impl Workload for JobWorkload {
                 token: 0,
                 failover: false,
             });
-        Some(leaders.chain(runs).collect())
+        Some(holders_now(kept, "leader").chain(runs).collect())
     }
 }

@@ -99,7 +99,8 @@
 //! holder took the role. "Mutual exclusion" and "no shard executed twice" keep every write and
 //! every run. A workload may also put what it keeps in a canonical form
 //! ([`Workload::canonical_shared`]): the sharded job keeps only who leads now and which (item,
-//! cycle) ran, sorted.
+//! cycle) ran, sorted; the leader recipes, once "leadership changed hands after a loss" has
+//! happened, only the accepted act with the highest token and who leads now.
 //!
 //! `tests/forgetting.rs` walks every recipe with and without forgetting, in step, and requires
 //! the same verdicts at every step; [`RecipeModel::forget_settled`] turns it off (the command

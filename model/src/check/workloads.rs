@@ -13,7 +13,7 @@
 //! Every write is an `Act`, taken only when the client is caught up (see the model's docs).
 //! Both resources accept every write: what is judged is the recipe, not fencing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::hash::Hash;
 
@@ -75,6 +75,35 @@ pub(super) fn settled_roles<W: Workload>(
     } else {
         elected.min(sometimes::role_changed_hands_settled(shared, &[role]))
     }
+}
+
+/// What [`elected`] for `role` reads of the shared entries `kept`: which clients hold `role`
+/// now. As roles, one per holder, with a token no judge reads (0), in the order of each one's
+/// last role in `kept`: an order that renaming the clients does not change (the order of their
+/// indices would, and then two states equal up to a renaming would hash apart).
+pub(super) fn holders_now<'a>(
+    kept: &[&HistoryEntry],
+    role_name: &'a str,
+) -> impl Iterator<Item = HistoryEvent> + 'a {
+    // Each client's last role: where it is in `kept`, and whether it holds `role_name`.
+    let mut last: BTreeMap<u32, (usize, bool)> = BTreeMap::new();
+    for (at, entry) in kept.iter().enumerate() {
+        if let HistoryEvent::Role {
+            client,
+            role: name,
+            token,
+        } = &entry.event
+        {
+            // Any other role, or none, ends a holding (as `leader_elected` reads it).
+            last.insert(*client, (at, name == role_name && token.is_some()));
+        }
+    }
+    let mut holders: Vec<(usize, u32)> = (last.into_iter())
+        .filter(|(_, (_, holds))| *holds)
+        .map(|(client, (at, _))| (at, client))
+        .collect();
+    holders.sort_unstable();
+    (holders.into_iter()).map(move |(_, client)| role(client, role_name, Some(0)))
 }
 
 /// How many of the oldest shared entries [`elected`] for `role` can do without: all but each
@@ -417,6 +446,31 @@ impl<R: LeaderRecipe> Workload for R {
             LEADERSHIP_CHANGED,
         ))
     }
+
+    /// Once "leadership changed hands after a loss" has happened, what the judges read of the
+    /// shared history: the accepted act with the highest token ("single acting master"
+    /// compares each later act with it alone; while it holds, tokens never go down, so that is
+    /// the last one), then the role of each client that leads now ("leader elected"). Faults,
+    /// losses of connection or session, and the order of it all, no judge reads any more.
+    /// Until then, "leadership changed hands after a loss" follows roles and losses in order,
+    /// and what is kept stays as it is.
+    fn canonical_shared(
+        &self,
+        kept: &[&HistoryEntry],
+        state: &State<Self>,
+    ) -> Option<Vec<HistoryEvent>> {
+        if !state.happened(LEADERSHIP_CHANGED) {
+            return None;
+        }
+        let last_act = kept.get(properties::single_acting_master_settled(kept, RESOURCE));
+        let last_act = last_act.map(|entry| entry.event.clone());
+        Some(
+            last_act
+                .into_iter()
+                .chain(holders_now(kept, "leader"))
+                .collect(),
+        )
+    }
 }
 
 fn herd_free<R: LeaderRecipe>(history: &Recorded<'_>, _: &State<R>) -> Finding {
@@ -525,5 +579,45 @@ impl LeaderRecipe for MasterWorkload {
             MasterReport::Master { token } => Some(token),
             MasterReport::Backup | MasterReport::Stopped => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(events: &[HistoryEvent]) -> Vec<HistoryEntry> {
+        (0..)
+            .zip(events)
+            .map(|(at_us, event)| HistoryEntry {
+                at_us,
+                event: event.clone(),
+            })
+            .collect()
+    }
+
+    fn holders(events: &[HistoryEvent]) -> Vec<HistoryEvent> {
+        let entries = entries(events);
+        let kept: Vec<&HistoryEntry> = entries.iter().collect();
+        holders_now(&kept, "leader").collect()
+    }
+
+    #[test]
+    fn a_holder_is_a_client_whose_last_role_is_the_role_held() {
+        let took = |client| role(client, "leader", Some(5 + i64::from(client)));
+        let ended = |client| role(client, "none", None);
+        let held = |client| role(client, "leader", Some(0));
+        assert_eq!(holders(&[took(0), ended(0)]), vec![]);
+        assert_eq!(holders(&[took(1), took(0), ended(1)]), vec![held(0)]);
+        assert_eq!(
+            holders(&[ended(0), took(2), took(0)]),
+            vec![held(2), held(0)],
+            "in the order of their last roles, not of their indices, which a renaming changes"
+        );
+        assert_eq!(
+            holders(&[took(0), role(0, "leader", None)]),
+            vec![],
+            "a role without a token is not held"
+        );
     }
 }
