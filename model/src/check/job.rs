@@ -284,8 +284,8 @@ impl Workload for JobWorkload {
     }
 
     /// What the job's judges read of the shared history, and nothing else:
-    /// - the role of each instance that leads now, in the order of instances ("leader
-    ///   elected" asks only whether someone does);
+    /// - the role of each instance that leads now (`holders_now`: "leader elected" asks only
+    ///   whether someone does);
     /// - each run, in the order of (item, cycle): "no shard executed twice" and "no shard
     ///   lost" ask only which (item, cycle) ran and how often, so the instance, the token and
     ///   whether it was failed over, which no judge reads again, are made 0 and false. ("An
