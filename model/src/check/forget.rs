@@ -81,10 +81,11 @@ impl<W: Workload> RecipeModel<W> {
         let settled = workload.settled_shared(&shared, state);
         let kept = &shared[settled..];
         if let Some(canonical) = workload.canonical_shared(kept, state) {
-            let unchanged = canonical.len() == kept.len()
-                && (kept.iter().zip(&canonical))
-                    .enumerate()
-                    .all(|(at, (entry, event))| entry.at_us == at as u64 && entry.event == *event);
+            // Nothing dropped, and already in the canonical form (timed by place, as the
+            // history is without a dropped prefix).
+            let unchanged = settled == 0
+                && canonical.len() == kept.len()
+                && (kept.iter().zip(&canonical)).all(|(entry, event)| entry.event == *event);
             if !unchanged {
                 state.shared = Self::timed_by_place(canonical);
             }
@@ -108,5 +109,44 @@ impl<W: Workload> RecipeModel<W> {
                 event,
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use stateright::Model;
+    use zkh_recipes::master::MasterVariant;
+
+    use super::super::{Acting, FaultBudget, MasterWorkload};
+    use super::*;
+
+    /// A history no judge can use any more is dropped whole, also where the workload puts what
+    /// it keeps in a canonical form (which, for nothing kept, is nothing).
+    #[test]
+    fn a_history_settled_to_its_end_is_dropped_whole_in_a_canonical_form_too() {
+        let model = RecipeModel {
+            workload: MasterWorkload {
+                variant: MasterVariant::Correct,
+            },
+            clients: 2,
+            budget: FaultBudget::parse("drop-reply=1").expect("a budget"),
+            acting: Acting::CaughtUp,
+            forget_settled: true,
+        };
+        let parent = model.init_states().remove(0);
+        assert!(parent.shared.is_empty(), "a fresh state has no history");
+        let mut state = parent.clone();
+        // A fault, with no role or act before it: no judge of the master reads it.
+        RecipeModel::<MasterWorkload>::fault(&mut state, "a fault".into());
+        assert!(
+            model.workload.canonical_shared(&[], &state).is_some(),
+            "the master has a canonical form"
+        );
+        RecipeModel::drop_settled(&model.workload, &parent, &mut state, false);
+        assert!(
+            state.shared.is_empty(),
+            "kept: {} entries",
+            state.shared.len()
+        );
     }
 }

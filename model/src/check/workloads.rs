@@ -447,27 +447,41 @@ impl<R: LeaderRecipe> Workload for R {
         ))
     }
 
-    /// Once "leadership changed hands after a loss" has happened, what the judges read of the
-    /// shared history: the accepted act with the highest token ("single acting master"
-    /// compares each later act with it alone; while it holds, tokens never go down, so that is
-    /// the last one), then the role of each client that leads now ("leader elected"). Faults,
-    /// losses of connection or session, and the order of it all, no judge reads any more.
-    /// Until then, "leadership changed hands after a loss" follows roles and losses in order,
-    /// and what is kept stays as it is.
+    /// What the judges read of the shared history, and nothing else: the accepted act with
+    /// the highest token ("single acting master" compares each later act with it alone; while
+    /// it holds, tokens never go down, so that is the last one), and
+    /// - until "leadership changed hands after a loss" has happened, the roles and the losses
+    ///   of connection or session, in order, which it follows ("leader elected" reads the
+    ///   roles too);
+    /// - after that, only the role of each client that leads now ("leader elected").
+    ///
+    /// Faults and the other acts go: no judge reads them.
     fn canonical_shared(
         &self,
         kept: &[&HistoryEntry],
         state: &State<Self>,
     ) -> Option<Vec<HistoryEvent>> {
-        if !state.happened(LEADERSHIP_CHANGED) {
-            return None;
+        let last_act = properties::single_acting_master_settled(kept, RESOURCE);
+        if state.happened(LEADERSHIP_CHANGED) {
+            let last_act = kept.get(last_act).map(|entry| entry.event.clone());
+            return Some(
+                last_act
+                    .into_iter()
+                    .chain(holders_now(kept, "leader"))
+                    .collect(),
+            );
         }
-        let last_act = kept.get(properties::single_acting_master_settled(kept, RESOURCE));
-        let last_act = last_act.map(|entry| entry.event.clone());
+        let read = |(at, entry): &(usize, &&HistoryEntry)| {
+            *at == last_act
+                || matches!(
+                    entry.event,
+                    HistoryEvent::Role { .. } | HistoryEvent::Session { .. }
+                )
+        };
         Some(
-            last_act
-                .into_iter()
-                .chain(holders_now(kept, "leader"))
+            (kept.iter().enumerate())
+                .filter(read)
+                .map(|(_, entry)| entry.event.clone())
                 .collect(),
         )
     }
