@@ -132,7 +132,7 @@ fn the_correct_latch_passes_three_clients_with_a_lost_reply_and_an_expiry() {
     passes(
         "latch",
         &latch(LatchVariant::Correct, "drop-reply=1,expire=1"),
-        [64_334, 385_504],
+        [56_225, 336_847],
     );
 }
 
@@ -263,7 +263,7 @@ fn the_correct_election_passes_three_clients_with_a_lost_reply() {
         Acting::CaughtUp,
     ));
     assert_eq!(verdict.violation, None);
-    assert_eq!(verdict.unique_states, 87_031, "the state count drifted");
+    assert_eq!(verdict.unique_states, 83_669, "the state count drifted");
 }
 
 #[test]
@@ -275,7 +275,14 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         acting: Acting::CaughtUp,
         forget_settled: true,
     };
-    passes("master", &model, [2_679, 15_670]);
+    let verdict = check(&model);
+    assert_eq!(verdict.violation, None);
+    assert!(verdict.unreached.is_empty(), "{:?}", verdict.unreached);
+    // The whole space fits in the breadth-first probe, which does not reduce by symmetry (the
+    // master with a crash, below, is checked depth first and reduced).
+    assert!(verdict.complete && !verdict.symmetry, "{verdict:?}");
+    assert_eq!(verdict.search, Order::BreadthFirst);
+    assert_eq!(verdict.unique_states, 13_060, "the state count drifted");
 }
 
 /// Backups that set no watch on the master's node: the master's session expires and nobody
@@ -319,7 +326,7 @@ fn the_correct_lock_and_master_pass_three_clients_when_one_also_crashes() {
         [253_999, 1_518_226],
     );
     let master = model(MasterWorkload::default(), 3, with_crash);
-    passes("master with a crash", &master, [12_611, 74_968]);
+    passes("master with a crash", &master, [10_608, 62_950]);
 }
 
 /// The job election with the standard budget, with three clients, the largest standard check:
@@ -343,7 +350,7 @@ fn the_correct_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         "a pass must not be empty: {:?}",
         verdict.unreached
     );
-    assert_eq!(verdict.unique_states, 11_670_460, "the state count drifted");
+    assert_eq!(verdict.unique_states, 11_037_283, "the state count drifted");
 }
 
 /// The job election with the standard budget, with two clients, checked both ways. Before the
@@ -361,7 +368,7 @@ fn the_correct_election_passes_two_clients_with_a_lost_reply_and_an_expiry() {
             Acting::CaughtUp,
         )
     };
-    passes("election", &model, [164_797, 328_730]);
+    passes("election", &model, [160_066, 319_278]);
 }
 
 fn job(variant: JobVariant, faults: &str) -> RecipeModel<JobWorkload> {

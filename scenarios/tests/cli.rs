@@ -55,7 +55,7 @@ fn check_json_reports_a_pass_and_exits_0() {
 #[test]
 fn symmetry_reduction_is_on_by_default_and_can_be_turned_off() {
     let report = |extra: &[&str]| {
-        let mut args = vec!["check", "master", "--json"];
+        let mut args = vec!["check", "latch", "--json"];
         args.extend_from_slice(extra);
         let (code, stdout, _) = zkharness(&args);
         assert_eq!(code, 0, "{args:?}");
@@ -65,8 +65,8 @@ fn symmetry_reduction_is_on_by_default_and_can_be_turned_off() {
         (report["symmetry"].clone(), report["unique_states"].clone())
     };
     // Three interchangeable clients: up to 3! = 6 states are one up to renaming.
-    assert_eq!(report(&[]), (true.into(), 2_679.into()));
-    assert_eq!(report(&["--no-symmetry"]), (false.into(), 15_670.into()));
+    assert_eq!(report(&[]), (true.into(), 56_225.into()));
+    assert_eq!(report(&["--no-symmetry"]), (false.into(), 336_847.into()));
 }
 
 #[test]

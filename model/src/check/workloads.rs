@@ -447,23 +447,24 @@ impl<R: LeaderRecipe> Workload for R {
         ))
     }
 
-    /// What the judges read of the shared history, and nothing else: the accepted act with
-    /// the highest token ("single acting master" compares each later act with it alone; while
-    /// it holds, tokens never go down, so that is the last one), and
+    /// What the judges read of the shared history, and nothing else: first the accepted act
+    /// with the highest token ("single acting master" compares each later act with it alone;
+    /// while it holds, tokens never go down, so that is the last one), then
     /// - until "leadership changed hands after a loss" has happened, the roles and the losses
-    ///   of connection or session, in order, which it follows ("leader elected" reads the
-    ///   roles too);
+    ///   of connection or session, in order, from where that check and "leader elected" need
+    ///   them (`settled_roles`, whatever came before the act);
     /// - after that, only the role of each client that leads now ("leader elected").
     ///
-    /// Faults and the other acts go: no judge reads them.
+    /// Faults and the other acts go: no judge reads them. (No judge reads where the act stands
+    /// among the roles either; first, it does not hold the roles' prefix back.)
     fn canonical_shared(
         &self,
         kept: &[&HistoryEntry],
         state: &State<Self>,
     ) -> Option<Vec<HistoryEvent>> {
-        let last_act = properties::single_acting_master_settled(kept, RESOURCE);
+        let last_act = kept.get(properties::single_acting_master_settled(kept, RESOURCE));
+        let last_act = last_act.map(|entry| entry.event.clone());
         if state.happened(LEADERSHIP_CHANGED) {
-            let last_act = kept.get(last_act).map(|entry| entry.event.clone());
             return Some(
                 last_act
                     .into_iter()
@@ -471,19 +472,24 @@ impl<R: LeaderRecipe> Workload for R {
                     .collect(),
             );
         }
-        let read = |(at, entry): &(usize, &&HistoryEntry)| {
-            *at == last_act
-                || matches!(
-                    entry.event,
+        // `settled_roles` reads entries timed by their place, as the checker keeps them.
+        let renumbered: Vec<HistoryEntry> = (kept.iter().enumerate())
+            .map(|(at, entry)| HistoryEntry {
+                at_us: at as u64,
+                event: entry.event.clone(),
+            })
+            .collect();
+        let view: Vec<&HistoryEntry> = renumbered.iter().collect();
+        let from = settled_roles(&view, state, "leader", LEADERSHIP_CHANGED);
+        let roles_and_losses = (renumbered.into_iter().skip(from))
+            .map(|entry| entry.event)
+            .filter(|event| {
+                matches!(
+                    event,
                     HistoryEvent::Role { .. } | HistoryEvent::Session { .. }
                 )
-        };
-        Some(
-            (kept.iter().enumerate())
-                .filter(read)
-                .map(|(_, entry)| entry.event.clone())
-                .collect(),
-        )
+            });
+        Some(last_act.into_iter().chain(roles_and_losses).collect())
     }
 }
 
