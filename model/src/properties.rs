@@ -501,18 +501,6 @@ pub fn no_shard_executed_twice(history: &impl Entries, job: &str) -> Finding {
     Finding::new("no shard executed twice", Class::Always, violation, summary)
 }
 
-/// How many of the oldest entries of `entries` (oldest first) [`no_shard_executed_twice`] for
-/// `job` can no longer use: those before `job`'s first run. Every run stays, since any later
-/// run is compared with each.
-pub fn no_shard_executed_twice_settled(entries: &[&HistoryEntry], job: &str) -> usize {
-    entries
-        .iter()
-        .position(
-            |entry| matches!(&entry.event, HistoryEvent::Execution { job: j, .. } if j == job),
-        )
-        .unwrap_or(entries.len())
-}
-
 /// **No shard lost** (eventually): every item `0..items` of `job` ran in every cycle of
 /// `cycles` (the caller picks the cycles whose trigger came after the faults healed and which
 /// had time to finish).

@@ -71,30 +71,26 @@ impl<W: Workload> RecipeModel<W> {
         }
     }
 
-    /// Drops the oldest shared entries that no judge can use any more
-    /// ([`Workload::settled_shared`]), puts the rest in the workload's canonical form, if it
-    /// has one ([`Workload::canonical_shared`]), and renumbers them from 0: the shared history
-    /// becomes the one its kept entries would make alone, whatever came before them.
+    /// Puts the shared history in the workload's canonical form, if it has one
+    /// ([`Workload::canonical_shared`]); otherwise drops the oldest entries that no judge can
+    /// use any more ([`Workload::settled_shared`]). Either way the entries kept are renumbered
+    /// from 0: the shared history becomes the one they would make alone.
     fn drop_settled_shared(workload: &W, state: &mut State<W>) {
         let mut shared = Vec::with_capacity(state.shared.len());
         state.shared.extend_oldest_first(&mut shared);
-        let settled = workload.settled_shared(&shared, state);
-        let kept = &shared[settled..];
-        if let Some(canonical) = workload.canonical_shared(kept, state) {
-            // Nothing dropped, and already in the canonical form (timed by place, as the
-            // history is without a dropped prefix).
-            let unchanged = settled == 0
-                && canonical.len() == kept.len()
-                && (kept.iter().zip(&canonical)).all(|(entry, event)| entry.event == *event);
+        if let Some(canonical) = workload.canonical_shared(&shared, state) {
+            let unchanged = canonical.len() == shared.len()
+                && (shared.iter().zip(&canonical)).all(|(entry, event)| entry.event == *event);
             if !unchanged {
                 state.shared = Self::timed_by_place(canonical);
             }
             return;
         }
+        let settled = workload.settled_shared(&shared, state);
         if settled == 0 {
             return;
         }
-        let renumbered = kept.iter().enumerate().map(|(at, entry)| {
+        let renumbered = shared[settled..].iter().enumerate().map(|(at, entry)| {
             debug_assert_eq!(entry.at_us, (settled + at) as u64, "timed by place");
             entry.event.clone()
         });

@@ -65,7 +65,7 @@ use zkh_recipes::elastic_job::{JobMachine, JobReport, JobRequest, JobVariant};
 use zkh_recipes::sharding::JobPaths;
 use zkh_recipes::symmetry::identity;
 
-use super::workloads::{elected, elected_settled, holders_now, judge, leadership_ends, role};
+use super::workloads::{elected, holders_now, judge, leadership_ends, role};
 use super::{Judge, Recorded, State, Workload, ELECTION_LATCH_DIR, JOB_DIR};
 use crate::history::{HistoryEntry, HistoryEvent};
 use crate::properties::{self, sometimes, Class, Finding};
@@ -275,14 +275,6 @@ impl Workload for JobWorkload {
         ))
     }
 
-    /// "No shard executed twice" needs every run; "leader elected" the roles it follows; "an
-    /// item failed over" reads only failed-over runs, of which there is none to drop until it
-    /// has happened.
-    fn settled_shared(&self, shared: &[&HistoryEntry], _: &State<Self>) -> usize {
-        properties::no_shard_executed_twice_settled(shared, JOB_DIR)
-            .min(elected_settled(shared, "leader"))
-    }
-
     /// What the job's judges read of the shared history, and nothing else:
     /// - the role of each instance that leads now (`holders_now`: "leader elected" asks only
     ///   whether someone does);
@@ -298,11 +290,11 @@ impl Workload for JobWorkload {
     /// replayed without forgetting, and so explained with its whole history.
     fn canonical_shared(
         &self,
-        kept: &[&HistoryEntry],
+        shared: &[&HistoryEntry],
         _: &State<Self>,
     ) -> Option<Vec<HistoryEvent>> {
         let mut runs = Vec::new();
-        for entry in kept {
+        for entry in shared {
             if let HistoryEvent::Execution {
                 job, item, cycle, ..
             } = &entry.event
@@ -323,6 +315,6 @@ impl Workload for JobWorkload {
                 token: 0,
                 failover: false,
             });
-        Some(holders_now(kept, "leader").chain(runs).collect())
+        Some(holders_now(shared, "leader").chain(runs).collect())
     }
 }

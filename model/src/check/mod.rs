@@ -99,8 +99,9 @@
 //! holder took the role. "Mutual exclusion" and "no shard executed twice" keep every write and
 //! every run. A workload may also put what it keeps in a canonical form
 //! ([`Workload::canonical_shared`]): the sharded job keeps only who leads now and which (item,
-//! cycle) ran, sorted; the leader recipes, once "leadership changed hands after a loss" has
-//! happened, only the accepted act with the highest token and who leads now.
+//! cycle) ran, sorted; the leader recipes the accepted act with the highest token and, until
+//! "leadership changed hands after a loss" has happened, the roles and losses it follows, after
+//! that only who leads now.
 //!
 //! `tests/forgetting.rs` walks every recipe with and without forgetting, in step, and requires
 //! the same verdicts at every step; [`RecipeModel::forget_settled`] turns it off (the command
@@ -325,18 +326,20 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
         let _ = (shared, state);
         0
     }
-    /// The shared entries the checker keeps (`kept`, oldest first, after
-    /// [`Workload::settled_shared`]) in a canonical form, if the workload has one: events that,
-    /// timed by their place, give every judge the same verdict as `kept`, of this state and of
-    /// any state after it, in `state`, where every `always` property holds. Two states whose
-    /// histories differ only in what no judge can tell apart (the order of unrelated events,
-    /// which client ran what) then are one. `None` keeps `kept` as it is, the default.
+    /// The shared history (`shared`, oldest first, each entry timed by its place) in a
+    /// canonical form, if the workload has one: events that, timed by their place, give every
+    /// judge the same verdict as `shared`, of this state and of any state after it, in `state`,
+    /// where every `always` property holds. It leaves out what no judge can use any more, so
+    /// [`Workload::settled_shared`] is not asked. Two states whose histories differ only in
+    /// what no judge can tell apart (the order of unrelated events, which client ran what) then
+    /// are one. `None`, the default: the checker drops the settled prefix and keeps the rest as
+    /// it is.
     fn canonical_shared(
         &self,
-        kept: &[&HistoryEntry],
+        shared: &[&HistoryEntry],
         state: &State<Self>,
     ) -> Option<Vec<HistoryEvent>> {
-        let _ = (kept, state);
+        let _ = (shared, state);
         None
     }
 }

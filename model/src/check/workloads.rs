@@ -436,17 +436,6 @@ impl<R: LeaderRecipe> Workload for R {
         })
     }
 
-    /// "Single acting master" needs the last accepted act; "leader elected" and "leadership
-    /// changed hands after a loss" need the roles they follow.
-    fn settled_shared(&self, shared: &[&HistoryEntry], state: &State<Self>) -> usize {
-        properties::single_acting_master_settled(shared, RESOURCE).min(settled_roles(
-            shared,
-            state,
-            "leader",
-            LEADERSHIP_CHANGED,
-        ))
-    }
-
     /// What the judges read of the shared history, and nothing else: first the accepted act
     /// with the highest token ("single acting master" compares each later act with it alone;
     /// while it holds, tokens never go down, so that is the last one), then
@@ -459,36 +448,28 @@ impl<R: LeaderRecipe> Workload for R {
     /// among the roles either; first, it does not hold the roles' prefix back.)
     fn canonical_shared(
         &self,
-        kept: &[&HistoryEntry],
+        shared: &[&HistoryEntry],
         state: &State<Self>,
     ) -> Option<Vec<HistoryEvent>> {
-        let last_act = kept.get(properties::single_acting_master_settled(kept, RESOURCE));
+        let last_act = shared.get(properties::single_acting_master_settled(shared, RESOURCE));
         let last_act = last_act.map(|entry| entry.event.clone());
         if state.happened(LEADERSHIP_CHANGED) {
             return Some(
                 last_act
                     .into_iter()
-                    .chain(holders_now(kept, "leader"))
+                    .chain(holders_now(shared, "leader"))
                     .collect(),
             );
         }
-        // `settled_roles` reads entries timed by their place, as the checker keeps them.
-        let renumbered: Vec<HistoryEntry> = (kept.iter().enumerate())
-            .map(|(at, entry)| HistoryEntry {
-                at_us: at as u64,
-                event: entry.event.clone(),
-            })
-            .collect();
-        let view: Vec<&HistoryEntry> = renumbered.iter().collect();
-        let from = settled_roles(&view, state, "leader", LEADERSHIP_CHANGED);
-        let roles_and_losses = (renumbered.into_iter().skip(from))
-            .map(|entry| entry.event)
-            .filter(|event| {
+        let from = settled_roles(shared, state, "leader", LEADERSHIP_CHANGED);
+        let roles_and_losses = (shared[from..].iter())
+            .filter(|entry| {
                 matches!(
-                    event,
+                    entry.event,
                     HistoryEvent::Role { .. } | HistoryEvent::Session { .. }
                 )
-            });
+            })
+            .map(|entry| entry.event.clone());
         Some(last_act.into_iter().chain(roles_and_losses).collect())
     }
 }
