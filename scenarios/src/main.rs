@@ -25,8 +25,8 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
-    check_observed, Acting, FaultBudget, GaveUp, Limits, Order, Progress, RecipeModel, Workload,
-    SHORTEN_STATES,
+    check_observed, walk, walk_observed, Acting, Action, FaultBudget, GaveUp, Limits, Order,
+    Progress, RecipeModel, State, WalkLimits, WalkVerdict, Workload, SHORTEN_STATES,
 };
 use zkh_scenarios::{any_model, export, Recipe, RecipeKind, Scenario};
 
@@ -108,6 +108,15 @@ struct CheckArgs {
     /// Write a counterexample, if one is found, as a scenario file (JSON) the simulator replays.
     #[arg(long, value_name = "FILE")]
     export: Option<PathBuf>,
+    /// In place of the exhaustive search, take this many seeded random walks through the same
+    /// states, judging every step (for spaces the search cannot finish, such as the sharded job
+    /// with an expiry; a pass proves nothing). Each walk is `--max-depth` steps at most.
+    #[arg(long, conflicts_with_all = ["max_states", "no_symmetry"])]
+    walks: Option<u64>,
+    /// The random walks' seed: walk `w` draws from stream `w` of ChaCha8 seeded with it, so
+    /// `--seed S --walks N` repeats exactly.
+    #[arg(long, default_value_t = 0, requires = "walks")]
+    seed: u64,
 }
 
 #[derive(Args)]
@@ -194,6 +203,9 @@ fn parse(args: &ModelArgs) -> Result<Recipe, String> {
 }
 
 fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckArgs) -> ExitCode {
+    if let Some(walks) = args.walks {
+        return run_walks(model, recipe, args, walks);
+    }
     if args.max_states == 0 {
         eprintln!("zkharness: --max-states 0: a check needs at least one state");
         return ExitCode::from(BAD_INPUT);
@@ -228,28 +240,10 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
     };
     let seconds = started.elapsed().as_secs_f64();
     let per_second = verdict.unique_states as f64 / seconds.max(1e-9);
-    let final_state = verdict.violation.as_ref().map(|violation| {
-        // Replayed keeping the whole history, so that the violation is explained with every
-        // event of its path and their true places.
-        let model = RecipeModel {
-            forget_settled: false,
-            ..model.clone()
-        };
-        let mut state = model.init_states().remove(0);
-        let mut steps = Vec::new();
-        for action in &violation.path {
-            steps.push(model.describe(&state, action));
-            state = model
-                .next_state(&state, action.clone())
-                .expect("a counterexample's actions are enabled");
-        }
-        (state, steps)
-    });
+    let final_state = (verdict.violation.as_ref()).map(|violation| replay(&model, &violation.path));
     if let (Some(path), Some(violation)) = (&args.export, &verdict.violation) {
-        let scenario: Scenario = export(recipe, violation.property, &violation.path);
-        let text = serde_json::to_string_pretty(&scenario).expect("a scenario serialises");
-        if let Err(error) = std::fs::write(path, text + "\n") {
-            eprintln!("zkharness: cannot write {}: {error}", path.display());
+        if let Err(message) = write_scenario(path, recipe, violation.property, &violation.path) {
+            eprintln!("zkharness: {message}");
             return ExitCode::from(BAD_INPUT);
         }
     }
@@ -285,14 +279,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         });
         println!("{report}");
     } else {
-        println!(
-            "{} ({}), {} clients, faults {}, acting {}",
-            recipe.name,
-            recipe.variant,
-            recipe.clients,
-            recipe.faults,
-            serde_json::to_value(recipe.acting).expect("a name")
-        );
+        print_banner(recipe);
         let search = match (verdict.search, verdict.symmetry) {
             (Order::BreadthFirst, _) => "breadth first",
             (Order::DepthFirst, false) => "depth first after a breadth-first probe",
@@ -313,13 +300,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         }
         match (&verdict.violation, &final_state) {
             (Some(violation), Some((state, steps))) => {
-                let detail = state
-                    .findings()
-                    .into_iter()
-                    .find(|f| f.property == violation.property || !f.holds)
-                    .map(|f| f.detail)
-                    .unwrap_or_default();
-                println!("VIOLATION of {}: {detail}", violation.property);
+                print_violation(violation.property, state);
                 if violation.shortest {
                     println!("shortest counterexample, {} steps:", steps.len());
                 } else {
@@ -329,12 +310,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                         steps.len()
                     );
                 }
-                for (index, step) in steps.iter().enumerate() {
-                    println!("{:>4}. {step}", index + 1);
-                }
-                if let Some(path) = &args.export {
-                    println!("exported to {}", path.display());
-                }
+                print_steps(steps, args);
             }
             _ => match verdict.gave_up {
                 Some(GaveUp::States(max)) => println!(
@@ -360,6 +336,218 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The first line of a report: what was checked.
+fn print_banner(recipe: &Recipe) {
+    println!(
+        "{} ({}), {} clients, faults {}, acting {}",
+        recipe.name,
+        recipe.variant,
+        recipe.clients,
+        recipe.faults,
+        serde_json::to_value(recipe.acting).expect("a name")
+    );
+}
+
+/// The violated property, and what its function says of the path's last state.
+fn print_violation<W: Workload>(property: &str, state: &State<W>) {
+    let detail = state
+        .findings()
+        .into_iter()
+        .find(|f| f.property == property || !f.holds)
+        .map(|f| f.detail)
+        .unwrap_or_default();
+    println!("VIOLATION of {property}: {detail}");
+}
+
+/// A counterexample's steps, numbered, and where it was exported.
+fn print_steps(steps: &[String], args: &CheckArgs) {
+    for (index, step) in steps.iter().enumerate() {
+        println!("{:>4}. {step}", index + 1);
+    }
+    if let Some(path) = &args.export {
+        println!("exported to {}", path.display());
+    }
+}
+
+/// Replays a counterexample keeping the whole history, so that the violation is explained with
+/// every event of its path and their true places: its last state, and each step described.
+fn replay<W: Workload>(model: &RecipeModel<W>, path: &[Action]) -> (State<W>, Vec<String>) {
+    let model = RecipeModel {
+        forget_settled: false,
+        ..model.clone()
+    };
+    let mut state = model.init_states().remove(0);
+    let mut steps = Vec::new();
+    for action in path {
+        steps.push(model.describe(&state, action));
+        state = model
+            .next_state(&state, action.clone())
+            .expect("a counterexample's actions are enabled");
+    }
+    (state, steps)
+}
+
+/// Writes a counterexample as a scenario file the simulator replays.
+fn write_scenario(
+    file: &std::path::Path,
+    recipe: &Recipe,
+    property: &str,
+    path: &[Action],
+) -> Result<(), String> {
+    let scenario: Scenario = export(recipe, property, path);
+    let text = serde_json::to_string_pretty(&scenario).expect("a scenario serialises");
+    std::fs::write(file, text + "\n")
+        .map_err(|error| format!("cannot write {}: {error}", file.display()))
+}
+
+/// `zkharness check --walks N`: seeded random walks through the model's states.
+fn run_walks<W: Workload>(
+    model: RecipeModel<W>,
+    recipe: &Recipe,
+    args: &CheckArgs,
+    walks: u64,
+) -> ExitCode {
+    if walks == 0 {
+        eprintln!("zkharness: --walks 0: a run needs at least one walk");
+        return ExitCode::from(BAD_INPUT);
+    }
+    let limits = WalkLimits {
+        walks,
+        seed: args.seed,
+        max_depth: args.max_depth,
+    };
+    if !args.json {
+        // The seed first, so that a run cut short can still be repeated.
+        println!("seed {} ({} walks)", args.seed, walks);
+    }
+    let started = Instant::now();
+    let verdict = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(walks);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} walks, {msg} [{elapsed}<{eta}]")
+                .expect("a valid template"),
+        );
+        let mut show = |verdict: &WalkVerdict| {
+            if verdict.walks % 64 == 0 {
+                bar.set_position(verdict.walks);
+                bar.set_message(format!("{} unique states", verdict.unique_states));
+            }
+        };
+        let verdict = walk_observed(&model, limits, &mut show);
+        bar.finish_and_clear();
+        verdict
+    } else {
+        walk(&model, limits)
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let final_state = (verdict.violation.as_ref()).map(|violation| replay(&model, &violation.path));
+    if let (Some(path), Some(violation)) = (&args.export, &verdict.violation) {
+        if let Err(message) = write_scenario(path, recipe, violation.property, &violation.path) {
+            eprintln!("zkharness: {message}");
+            return ExitCode::from(BAD_INPUT);
+        }
+    }
+    let repeat = format!(
+        "zkharness check {} --variant {} --clients {} --faults {} --acting {}{} --max-depth {} --seed {} --walks {}",
+        recipe.name,
+        recipe.variant,
+        recipe.clients,
+        recipe.faults,
+        serde_json::to_value(recipe.acting).expect("a name").as_str().expect("a name"),
+        job_shape(recipe),
+        args.max_depth,
+        args.seed,
+        verdict.walks,
+    );
+    if args.json {
+        let result = match (&verdict.violation, &final_state) {
+            (Some(violation), Some((_, steps))) => serde_json::json!({
+                "violation": violation.property,
+                "path": steps,
+                "shortest": false,
+                "walk": violation.walk,
+                "walk_steps": violation.found_steps,
+            }),
+            _ => serde_json::json!("no-violation-found"),
+        };
+        let report = serde_json::json!({
+            "recipe": recipe.name,
+            "variant": recipe.variant,
+            "clients": recipe.clients,
+            "faults": recipe.faults,
+            "acting": recipe.acting,
+            "search": "random-walks",
+            "seed": args.seed,
+            "walks": verdict.walks,
+            "states": verdict.steps,
+            "unique_states": verdict.unique_states,
+            "max_depth": verdict.max_depth,
+            "cut_off": verdict.cut_off,
+            "faulted_walks": verdict.faulted,
+            "seconds": seconds,
+            "states_per_sec": (verdict.steps as f64 / seconds.max(1e-9)).round(),
+            "sometimes_unreached": verdict.unreached,
+            "trace_hash": format!("{:016x}", verdict.trace_hash),
+            "repeat": repeat,
+            "result": result,
+        });
+        println!("{report}");
+    } else {
+        print_banner(recipe);
+        println!(
+            "walks: {} from seed {}, {} steps, {} unique states, longest {} steps ({} cut off at \
+             --max-depth), {} with a fault, {:.1} s, trace hash {:016x}",
+            verdict.walks,
+            args.seed,
+            verdict.steps,
+            verdict.unique_states,
+            verdict.max_depth,
+            verdict.cut_off,
+            verdict.faulted,
+            seconds,
+            verdict.trace_hash
+        );
+        if !verdict.unreached.is_empty() {
+            println!(
+                "note: never reached (the walks say less): {}",
+                verdict.unreached.join(", ")
+            );
+        }
+        match (&verdict.violation, &final_state) {
+            (Some(violation), Some((state, steps))) => {
+                print_violation(violation.property, state);
+                println!(
+                    "counterexample, {} steps (walk {} failed after {} steps; shrunk, so it may \
+                     not be the shortest):",
+                    steps.len(),
+                    violation.walk,
+                    violation.found_steps
+                );
+                print_steps(steps, args);
+            }
+            _ => println!(
+                "no violation found in {} walks (random walks visit some states, not all: this \
+                 is not a proof)",
+                verdict.walks
+            ),
+        }
+        println!("repeat: {repeat}");
+    }
+    if verdict.violation.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The job's `--items` and `--cycles`, as the command line gives them.
+fn job_shape(recipe: &Recipe) -> String {
+    match &recipe.kind {
+        RecipeKind::Job(job) => format!(" --items {} --cycles {}", job.items, job.cycles),
+        _ => String::new(),
     }
 }
 

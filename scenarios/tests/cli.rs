@@ -130,6 +130,18 @@ fn bad_input_names_the_problem_and_exits_64() {
             vec!["check", "lock", "--max-states", "0"],
             "--max-states 0: a check needs at least one state",
         ),
+        (
+            vec!["check", "lock", "--walks", "0"],
+            "--walks 0: a run needs at least one walk",
+        ),
+        (
+            vec!["check", "lock", "--seed", "3"],
+            "the following required arguments were not provided",
+        ),
+        (
+            vec!["check", "lock", "--walks", "5", "--max-states", "10"],
+            "'--walks <WALKS>' cannot be used with '--max-states <MAX_STATES>'",
+        ),
         // What clap itself refuses is bad input too, not a check that gave up (exit 2).
         (
             vec!["check", "lock", "--clients", "abc"],
@@ -271,4 +283,52 @@ fn a_check_that_reaches_its_depth_limit_says_so_and_exits_2() {
         stdout.contains("longer than --max-depth 10 steps"),
         "the message names the limit: {stdout}"
     );
+}
+
+#[test]
+fn random_walks_find_a_counterexample_past_exhaustive_reach_and_say_how_to_repeat_it() {
+    let (code, stdout, _) = zkharness(&[
+        "check",
+        "job",
+        "--variant",
+        "no-cycle-claim",
+        "--clients",
+        "3",
+        "--walks",
+        "1000",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["search"], "random-walks");
+    assert_eq!(report["seed"], 0);
+    assert_eq!(report["walks"], 15, "stopped at the walk that failed");
+    assert_eq!(report["result"]["violation"], "no shard executed twice");
+    assert_eq!(report["result"]["walk"], 14);
+    assert_eq!(report["result"]["shortest"], false);
+    assert!(
+        report["repeat"]
+            .as_str()
+            .expect("a command")
+            .ends_with("--max-depth 300 --seed 0 --walks 15"),
+        "{report}"
+    );
+}
+
+#[test]
+fn random_walks_without_a_violation_exit_0_and_one_seed_repeats() {
+    let run = || {
+        let (code, stdout, _) =
+            zkharness(&["check", "latch", "--walks", "300", "--seed", "11", "--json"]);
+        assert_eq!(code, 0, "{stdout}");
+        let report: serde_json::Value =
+            serde_json::from_str(stdout.trim()).expect("one JSON object");
+        assert_eq!(report["result"], "no-violation-found");
+        assert_eq!(report["walks"], 300);
+        assert_eq!(report["seed"], 11);
+        report
+    };
+    let (first, again) = (run(), run());
+    assert_eq!(first["trace_hash"], again["trace_hash"]);
+    assert_eq!(first["unique_states"], again["unique_states"]);
 }

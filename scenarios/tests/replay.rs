@@ -4,7 +4,7 @@
 //! do not.
 #![cfg(madsim)]
 
-use zkh_model::check::{check, find_violation, Acting, FaultBudget};
+use zkh_model::check::{check, find_violation, walk, Acting, FaultBudget, WalkLimits};
 use zkh_scenarios::replay::reproducing_seeds;
 use zkh_scenarios::{export, Recipe, Scenario};
 
@@ -75,5 +75,27 @@ fn the_no_cycle_claim_counterexample_replays_in_the_simulator() {
         "one expiry: {:?}",
         scenario.faults
     );
+    reproduced_by_the_variant_only(scenario);
+}
+
+/// The same bug found by random walks where no exhaustive check reaches: three instances under
+/// the standard budget (one lost reply, one expiry). The walk's shrunk path, exported, replays
+/// in the simulator with three instances.
+#[test]
+fn a_random_walk_s_no_cycle_claim_with_three_instances_replays_in_the_simulator() {
+    let budget = FaultBudget::parse("drop-reply=1,expire=1").expect("a budget");
+    let recipe =
+        Recipe::new("job", "no-cycle-claim", 3, budget, Acting::CaughtUp).expect("a recipe");
+    let model = recipe.job_model().expect("the job");
+    let limits = WalkLimits {
+        walks: 1_000,
+        seed: 0,
+        max_depth: 300,
+    };
+    let violation = walk(&model, limits)
+        .violation
+        .expect("random walks run an item twice");
+    assert_eq!(violation.property, "no shard executed twice");
+    let scenario = export(&recipe, violation.property, &violation.path);
     reproduced_by_the_variant_only(scenario);
 }

@@ -125,6 +125,7 @@
 mod forget;
 mod job;
 mod run;
+mod walk;
 mod workloads;
 
 use std::collections::{BTreeSet, VecDeque};
@@ -153,6 +154,7 @@ pub use run::{
     check, check_observed, check_within, find_violation, GaveUp, Limits, Observer, Order, Progress,
     Verdict, Violation, PROBE_STATES, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
 };
+pub use walk::{shrink, walk, walk_observed, WalkLimits, WalkVerdict, WalkViolation};
 pub use workloads::{
     ElectionWorkload, LatchWorkload, LeaderApp, LeaderRecipe, LockWorkload, MasterWorkload,
     ELECTION_LATCH_DIR, JOB_DIR, LATCH_DIR, LOCK_DIR, MASTER_PATH, RESOURCE,

@@ -1,0 +1,312 @@
+//! Seeded random walks over the checker's model, for the spaces an exhaustive search cannot
+//! finish: the sharded job with a session expiry, and with three instances under the standard
+//! budget.
+//!
+//! # What a walk is
+//!
+//! A walk starts at the model's initial state and takes one enabled action at a time, as the
+//! exhaustive search would, until no action is enabled, a property fails, or it has taken
+//! [`WalkLimits::max_depth`] steps. After every step it asks each property what the
+//! exhaustive search asks: an `always` property (and "leader elected", at quiescence) must
+//! hold, and a `sometimes` property is marked reached. The steps are the model's own
+//! ([`Model::actions`], [`Model::next_state`]), partial-order reduction and forgetting
+//! included, so a path a walk finds is a path of the model: it replays, prints and exports
+//! like a counterexample of the exhaustive search.
+//!
+//! # How a walk chooses
+//!
+//! Uniform choice among all enabled actions would spend a fault budget in the first few
+//! steps, since faults are enabled almost everywhere. So each walk draws its own fault rate
+//! (swarm testing): one fault in 2, 4, ... up to 1,024 chosen steps, uniformly over those ten.
+//! At each step it takes a fault (uniformly among the enabled faults) with that chance, and
+//! otherwise one of the other actions, uniformly. Walks with a low rate put their faults deep,
+//! after an instance has run its items or while the survivor fails them over; walks with a
+//! high rate put them early, in the registration and the election.
+//!
+//! # Determinism
+//!
+//! Walk `w` of seed `s` draws from its own ChaCha8 stream: the stream `w` of the generator
+//! seeded with `s`. So a walk does not depend on how many walks run before it or after it,
+//! and `--seed s --walks n` repeats exactly. The report's trace hash combines every walk's
+//! last state, so two runs of one seed can be compared.
+//!
+//! # What a walk does not do
+//!
+//! It proves nothing: a pass says only that the walks found no violation. It does not shorten
+//! a counterexample to the shortest one: it removes the steps the violation does not need, one
+//! run of steps at a time, while the rest still replays and still fails ([`shrink`]).
+
+use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use stateright::{Expectation, Model, Property};
+
+use super::{Action, RecipeModel, State, Workload};
+use crate::shared::hash_of;
+
+/// How many random walks, from which seed, and how long each may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkLimits {
+    /// The walks to run (fewer if one finds a violation).
+    pub walks: u64,
+    /// The seed: walk `w` draws from stream `w` of ChaCha8 seeded with it.
+    pub seed: u64,
+    /// The longest walk, in steps (the job's polls can loop for ever).
+    pub max_depth: usize,
+}
+
+/// The fault rates a walk draws from: one fault in 2^k chosen steps, for k in this range.
+const FAULT_RATE_EXPONENTS: std::ops::RangeInclusive<u32> = 1..=10;
+
+/// A property that failed on a walk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkViolation {
+    /// The property's name.
+    pub property: &'static str,
+    /// The walk that found it (counted from 0).
+    pub walk: u64,
+    /// The walk's steps to the failure, shrunk ([`shrink`]).
+    pub path: Vec<Action>,
+    /// The walk's own length to the failure, before shrinking.
+    pub found_steps: usize,
+}
+
+/// The outcome of a run of walks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkVerdict {
+    /// Walks run (up to and including the one that found a violation).
+    pub walks: u64,
+    /// Steps taken over all walks: states generated, with repeats.
+    pub steps: u64,
+    /// Distinct states visited (not reduced by symmetry).
+    pub unique_states: usize,
+    /// The longest walk, in steps.
+    pub max_depth: usize,
+    /// Walks cut off at [`WalkLimits::max_depth`] with actions still enabled.
+    pub cut_off: u64,
+    /// Walks that injected at least one fault.
+    pub faulted: u64,
+    /// The first property that failed, if any.
+    pub violation: Option<WalkViolation>,
+    /// `sometimes` properties no walk reached.
+    pub unreached: Vec<&'static str>,
+    /// A hash of every walk's last state, in order: equal for two runs of one seed.
+    pub trace_hash: u64,
+}
+
+/// Runs `limits.walks` seeded random walks over `model` (see the module docs), stopping at the
+/// first violation, whose path is then shrunk.
+pub fn walk<W: Workload>(model: &RecipeModel<W>, limits: WalkLimits) -> WalkVerdict {
+    walk_observed(model, limits, &mut |_| {})
+}
+
+/// [`walk`], telling `observer` how many walks have run (after each walk).
+pub fn walk_observed<W: Workload>(
+    model: &RecipeModel<W>,
+    limits: WalkLimits,
+    observer: &mut dyn FnMut(&WalkVerdict),
+) -> WalkVerdict {
+    let properties = model.properties();
+    let initial = model.init_states().remove(0);
+    let mut seen: HashSet<u64, BuildHasherDefault<IdentityHasher>> = HashSet::default();
+    seen.insert(hash_of(&initial));
+    let mut reached = vec![false; properties.len()];
+    let mut verdict = WalkVerdict {
+        walks: 0,
+        steps: 0,
+        unique_states: 0,
+        max_depth: 0,
+        cut_off: 0,
+        faulted: 0,
+        violation: None,
+        unreached: Vec::new(),
+        trace_hash: 0,
+    };
+    let mut actions = Vec::new();
+    let mut faults = Vec::new();
+    for w in 0..limits.walks {
+        let mut rng = ChaCha8Rng::seed_from_u64(limits.seed);
+        rng.set_stream(w);
+        let fault_one_in = 1u32 << rng.random_range(FAULT_RATE_EXPONENTS);
+        let mut state = initial.clone();
+        let mut path = Vec::new();
+        let mut failed = judge(model, &properties, &state, &mut reached);
+        while failed.is_none() && path.len() < limits.max_depth {
+            actions.clear();
+            model.actions(&state, &mut actions);
+            faults.clear();
+            faults.extend(actions.iter().filter(|a| a.is_fault()).cloned());
+            actions.retain(|a| !a.is_fault());
+            let take_fault =
+                !faults.is_empty() && (actions.is_empty() || rng.random_ratio(1, fault_one_in));
+            let pool = if take_fault {
+                &mut faults
+            } else {
+                &mut actions
+            };
+            let Some(next) = choose(model, &state, pool, &mut rng) else {
+                break;
+            };
+            let (action, next) = next;
+            path.push(action);
+            state = next;
+            verdict.steps += 1;
+            seen.insert(hash_of(&state));
+            failed = judge(model, &properties, &state, &mut reached);
+        }
+        verdict.walks += 1;
+        verdict.max_depth = verdict.max_depth.max(path.len());
+        if failed.is_none() && path.len() == limits.max_depth {
+            actions.clear();
+            model.actions(&state, &mut actions);
+            verdict.cut_off += u64::from(!actions.is_empty());
+        }
+        verdict.faulted += u64::from(path.iter().any(Action::is_fault));
+        verdict.trace_hash = hash_of(&(verdict.trace_hash, hash_of(&state)));
+        verdict.unique_states = seen.len();
+        if let Some(property) = failed {
+            let found_steps = path.len();
+            verdict.violation = Some(WalkViolation {
+                property,
+                walk: w,
+                path: shrink(model, property, path),
+                found_steps,
+            });
+            break;
+        }
+        observer(&verdict);
+    }
+    if verdict.violation.is_none() {
+        verdict.unreached = (properties.iter().zip(&reached))
+            .filter(|(p, reached)| p.expectation == Expectation::Sometimes && !**reached)
+            .map(|(p, _)| p.name)
+            .collect();
+    }
+    verdict
+}
+
+/// Takes one of `pool`'s actions at random whose step `state` allows (an action can be
+/// enabled and still take no step; it is then left out and another drawn).
+fn choose<W: Workload>(
+    model: &RecipeModel<W>,
+    state: &State<W>,
+    pool: &mut Vec<Action>,
+    rng: &mut ChaCha8Rng,
+) -> Option<(Action, State<W>)> {
+    while !pool.is_empty() {
+        let action = pool.swap_remove(rng.random_range(0..pool.len()));
+        if let Some(next) = model.next_state(state, action.clone()) {
+            return Some((action, next));
+        }
+    }
+    None
+}
+
+/// Marks the `sometimes` properties `state` reaches, and returns the first other property that
+/// fails in it, if any.
+fn judge<W: Workload>(
+    model: &RecipeModel<W>,
+    properties: &[Property<RecipeModel<W>>],
+    state: &State<W>,
+    reached: &mut [bool],
+) -> Option<&'static str> {
+    let mut failed = None;
+    for (property, reached) in properties.iter().zip(reached) {
+        let holds = (property.condition)(model, state);
+        match property.expectation {
+            Expectation::Sometimes => *reached |= holds,
+            _ if !holds && failed.is_none() => failed = Some(property.name),
+            _ => {}
+        }
+    }
+    failed
+}
+
+/// Replays `path` from the initial state; the number of steps to the first failure of
+/// `property`, if every step is enabled and the property fails on the way.
+fn fails_at<W: Workload>(
+    model: &RecipeModel<W>,
+    property: &'static str,
+    path: &[Action],
+) -> Option<usize> {
+    let properties = model.properties();
+    let property = properties
+        .iter()
+        .find(|p| p.name == property)
+        .expect("a property of the model");
+    let mut state = model.init_states().remove(0);
+    let mut enabled = Vec::new();
+    for (taken, action) in path.iter().enumerate() {
+        if !(property.condition)(model, &state) {
+            return Some(taken);
+        }
+        enabled.clear();
+        model.actions(&state, &mut enabled);
+        if !enabled.contains(action) {
+            return None;
+        }
+        state = model.next_state(&state, action.clone())?;
+    }
+    (!(property.condition)(model, &state)).then_some(path.len())
+}
+
+/// A shorter path that still fails `property`: runs of steps are taken out, the longest runs
+/// first (half the path, a quarter, ... one step), wherever what is left still replays
+/// (every step enabled where it is taken) and still fails, until no run can go.
+///
+/// This is delta debugging on the walk, not a search: the path it returns need not be the
+/// shortest one.
+pub fn shrink<W: Workload>(
+    model: &RecipeModel<W>,
+    property: &'static str,
+    path: Vec<Action>,
+) -> Vec<Action> {
+    let length = fails_at(model, property, &path)
+        .expect("a walk's violation replays: the model is deterministic");
+    let mut best = path[..length].to_vec();
+    loop {
+        let before = best.len();
+        let mut run = best.len().div_ceil(2);
+        while run >= 1 {
+            let mut start = 0;
+            while start < best.len() {
+                let end = (start + run).min(best.len());
+                let candidate: Vec<Action> =
+                    best[..start].iter().chain(&best[end..]).cloned().collect();
+                match fails_at(model, property, &candidate) {
+                    Some(steps) => {
+                        best = candidate;
+                        best.truncate(steps);
+                    }
+                    None => start += run,
+                }
+            }
+            run /= 2;
+        }
+        if best.len() == before {
+            return best;
+        }
+    }
+}
+
+/// Hashes a `u64` that is a hash already to itself (the visited set's keys).
+#[derive(Default)]
+struct IdentityHasher(u64);
+
+impl std::hash::Hasher for IdentityHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
+}

@@ -1,0 +1,265 @@
+//! Seeded random walks over the checker's model (`zkh_model::check::walk`), for the spaces the
+//! exhaustive search cannot finish. Every known-bad variant is caught by walks too; the correct
+//! sharded job survives walks with three instances under the standard budget (one lost reply,
+//! one expiry), which no exhaustive check reaches; and one seed repeats exactly.
+#![cfg(not(madsim))]
+
+use zkh_model::check::{
+    shrink, walk, walk_observed, Acting, ElectionWorkload, FaultBudget, JobWorkload, LatchWorkload,
+    LockWorkload, MasterWorkload, RecipeModel, WalkLimits, WalkVerdict, Workload,
+};
+use zkh_recipes::elastic_job::JobVariant;
+use zkh_recipes::election::ElectionVariant;
+use zkh_recipes::latch::LatchVariant;
+use zkh_recipes::lock::LockVariant;
+use zkh_recipes::master::MasterVariant;
+
+/// `workload` run by `clients` clients within `faults`, acting as `acting` says.
+fn model<W: Workload>(workload: W, clients: usize, faults: &str, acting: Acting) -> RecipeModel<W> {
+    RecipeModel {
+        workload,
+        clients,
+        budget: FaultBudget::parse(faults).expect("a budget"),
+        acting,
+        forget_settled: true,
+    }
+}
+
+/// The sharded job over `items` items and `cycles` cycles.
+fn job(variant: JobVariant, items: u32, cycles: u64) -> JobWorkload {
+    JobWorkload {
+        items,
+        cycles,
+        ..JobWorkload::new(variant)
+    }
+}
+
+fn limits(walks: u64, max_depth: usize) -> WalkLimits {
+    WalkLimits {
+        walks,
+        seed: 0,
+        max_depth,
+    }
+}
+
+/// Walks `model` from seed 0 until a violation, which must be of `property` and come within
+/// `walks` walks; its shrunk path must replay to the same failure, and be no longer than the
+/// walk's.
+fn caught<W: Workload>(name: &str, model: &RecipeModel<W>, property: &str, walks: u64) {
+    let verdict = walk(model, limits(walks, 400));
+    let violation = verdict
+        .violation
+        .unwrap_or_else(|| panic!("{name}: no violation in {walks} walks"));
+    assert_eq!(violation.property, property, "{name}");
+    assert!(violation.path.len() <= violation.found_steps, "{name}");
+    let again = shrink(model, violation.property, violation.path.clone());
+    assert_eq!(
+        again, violation.path,
+        "{name}: a shrunk path shrinks no further"
+    );
+    println!(
+        "{name}: {property} violated on walk {} after {} steps, shrunk to {}",
+        violation.walk,
+        violation.found_steps,
+        violation.path.len()
+    );
+}
+
+#[test]
+fn walks_catch_every_known_bad_variant() {
+    use Acting::{CaughtUp, Unfenced};
+    let lock = |variant| LockWorkload { variant };
+    caught(
+        "lock herd",
+        &model(lock(LockVariant::Herd), 3, "none", CaughtUp),
+        "herd free",
+        100,
+    );
+    caught(
+        "lock unprotected",
+        &model(lock(LockVariant::Unprotected), 3, "drop-reply=1", CaughtUp),
+        "leader elected",
+        1_000,
+    );
+    caught(
+        "lock unfenced",
+        &model(lock(LockVariant::Correct), 3, "expire=1", Unfenced),
+        "mutual exclusion",
+        10_000,
+    );
+    let latch = |variant| LatchWorkload { variant };
+    caught(
+        "latch trust-predecessor",
+        &model(
+            latch(LatchVariant::TrustPredecessor),
+            3,
+            "expire=1",
+            CaughtUp,
+        ),
+        "single acting master",
+        10_000,
+    );
+    caught(
+        "latch no-owner-check",
+        &model(
+            latch(LatchVariant::NoOwnerCheck),
+            3,
+            "client-expire=1",
+            CaughtUp,
+        ),
+        "single acting master",
+        10_000,
+    );
+    caught(
+        "election check-then-write",
+        &model(
+            ElectionWorkload {
+                variant: ElectionVariant::CheckThenWrite,
+            },
+            3,
+            "none",
+            Unfenced,
+        ),
+        "single acting master",
+        10_000,
+    );
+    caught(
+        "master no-watch",
+        &model(
+            MasterWorkload {
+                variant: MasterVariant::NoWatch,
+            },
+            3,
+            "expire=1",
+            CaughtUp,
+        ),
+        "leader elected",
+        100,
+    );
+    caught(
+        "job trust-owners",
+        &model(job(JobVariant::TrustOwners, 2, 2), 2, "crash=1", CaughtUp),
+        "no shard lost",
+        10_000,
+    );
+    caught(
+        "job one-item-per-idle",
+        &model(
+            job(JobVariant::OneItemPerIdle, 3, 2),
+            2,
+            "crash=1",
+            CaughtUp,
+        ),
+        "no shard lost",
+        10_000,
+    );
+}
+
+/// The exhaustive search cannot take the job with an expiry even with two instances; walks
+/// take three under the standard budget, and catch no-cycle-claim there.
+#[test]
+fn walks_catch_no_cycle_claim_with_three_instances_under_the_standard_budget() {
+    let bad = model(
+        job(JobVariant::NoCycleClaim, 2, 1),
+        3,
+        "drop-reply=1,expire=1",
+        Acting::CaughtUp,
+    );
+    let verdict = walk(&bad, limits(1_000, 300));
+    let violation = verdict.violation.expect("a violation");
+    assert_eq!(violation.property, "no shard executed twice");
+    assert_eq!(
+        (violation.walk, violation.found_steps, violation.path.len()),
+        (14, 253, 229),
+        "the walk that finds it, or its length, drifted"
+    );
+}
+
+/// The correct job, three instances, one lost reply and one expiry: no violation, and items
+/// fail over (a `sometimes` check, so that the walks are not empty). The counts are pinned so
+/// that drift shows; the release run in `scripts/test-all` takes twenty times the walks.
+#[test]
+fn the_correct_job_survives_walks_with_three_instances_under_the_standard_budget() {
+    let verdict = correct_job_walks(1_000);
+    assert_eq!(
+        (verdict.steps, verdict.unique_states),
+        (206_225, 183_850),
+        "the walks drifted"
+    );
+}
+
+/// [`the_correct_job_survives_walks_with_three_instances_under_the_standard_budget`] with
+/// 20,000 walks (about 7 s in release).
+#[test]
+#[ignore = "about 7 s in release; scripts/test-all runs it"]
+fn twenty_thousand_walks_of_the_correct_job_with_three_instances() {
+    let verdict = correct_job_walks(20_000);
+    assert_eq!(
+        (verdict.steps, verdict.unique_states),
+        (4_115_705, 3_354_653),
+        "the walks drifted"
+    );
+}
+
+fn correct_job_walks(walks: u64) -> WalkVerdict {
+    let correct = model(
+        job(JobVariant::Correct, 2, 1),
+        3,
+        "drop-reply=1,expire=1",
+        Acting::CaughtUp,
+    );
+    let verdict = walk(&correct, limits(walks, 300));
+    assert_eq!(verdict.violation, None);
+    assert_eq!(verdict.walks, walks);
+    assert!(
+        verdict.unreached.is_empty(),
+        "never reached: {:?}",
+        verdict.unreached
+    );
+    println!(
+        "{walks} walks: {} steps, {} unique states, {} cut off, trace hash {:016x}",
+        verdict.steps, verdict.unique_states, verdict.cut_off, verdict.trace_hash
+    );
+    verdict
+}
+
+/// One seed repeats exactly; another seed walks elsewhere; and walk `w` does not depend on
+/// how many walks run with it (each walk has its own stream).
+#[test]
+fn a_seed_repeats_exactly_and_each_walk_is_its_own() {
+    let latch = model(
+        LatchWorkload {
+            variant: LatchVariant::Correct,
+        },
+        3,
+        "drop-reply=1,expire=1",
+        Acting::CaughtUp,
+    );
+    let run = |seed, walks| {
+        let mut after_each = Vec::new();
+        let verdict = walk_observed(
+            &latch,
+            WalkLimits {
+                walks,
+                seed,
+                max_depth: 300,
+            },
+            &mut |verdict| after_each.push(verdict.trace_hash),
+        );
+        (verdict, after_each)
+    };
+    let (first, first_hashes) = run(7, 200);
+    let (again, again_hashes) = run(7, 200);
+    assert_eq!(first, again, "one seed, one run");
+    assert_eq!(first_hashes, again_hashes);
+    let (other, _) = run(8, 200);
+    assert_ne!(
+        first.trace_hash, other.trace_hash,
+        "another seed walks elsewhere"
+    );
+    let (fewer, _) = run(7, 50);
+    assert_eq!(
+        fewer.trace_hash, first_hashes[49],
+        "the first 50 walks of 200 are the 50 walks"
+    );
+}
