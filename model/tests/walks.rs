@@ -170,7 +170,7 @@ fn walks_catch_no_cycle_claim_with_three_instances_under_the_standard_budget() {
     assert_eq!(violation.property, "no shard executed twice");
     assert_eq!(
         (violation.walk, violation.found_steps, violation.path.len()),
-        (14, 253, 229),
+        (13, 214, 203),
         "the walk that finds it, or its length, drifted"
     );
 }
@@ -183,7 +183,7 @@ fn the_correct_job_survives_walks_with_three_instances_under_the_standard_budget
     let verdict = correct_job_walks(1_000);
     assert_eq!(
         (verdict.steps, verdict.unique_states),
-        (206_225, 183_850),
+        (201_962, 184_709),
         "the walks drifted"
     );
 }
@@ -196,7 +196,7 @@ fn twenty_thousand_walks_of_the_correct_job_with_three_instances() {
     let verdict = correct_job_walks(20_000);
     assert_eq!(
         (verdict.steps, verdict.unique_states),
-        (4_115_705, 3_354_653),
+        (4_004_818, 3_349_061),
         "the walks drifted"
     );
 }

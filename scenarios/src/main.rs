@@ -486,6 +486,7 @@ fn run_walks<W: Workload>(
             "unique_states": verdict.unique_states,
             "max_depth": verdict.max_depth,
             "cut_off": verdict.cut_off,
+            "looped": verdict.looped,
             "faulted_walks": verdict.faulted,
             "seconds": seconds,
             "states_per_sec": (verdict.steps as f64 / seconds.max(1e-9)).round(),
@@ -499,13 +500,14 @@ fn run_walks<W: Workload>(
         print_banner(recipe);
         println!(
             "walks: {} from seed {}, {} steps, {} unique states, longest {} steps ({} cut off at \
-             --max-depth), {} with a fault, {:.1} s, trace hash {:016x}",
+             --max-depth, {} ended in a loop), {} with a fault, {:.1} s, trace hash {:016x}",
             verdict.walks,
             args.seed,
             verdict.steps,
             verdict.unique_states,
             verdict.max_depth,
             verdict.cut_off,
+            verdict.looped,
             verdict.faulted,
             seconds,
             verdict.trace_hash

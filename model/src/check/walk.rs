@@ -57,6 +57,11 @@ pub struct WalkLimits {
     pub max_depth: usize,
 }
 
+/// How many steps in a row a walk may take back to states it has been in before it is ended
+/// as going round a loop (the job's poll is three steps: its timer, the server's read, the
+/// reply).
+pub const LOOP_STEPS: usize = 30;
+
 /// The fault rates a walk draws from: one fault in 2^k chosen steps, for k in this range.
 const FAULT_RATE_EXPONENTS: std::ops::RangeInclusive<u32> = 1..=10;
 
@@ -86,6 +91,11 @@ pub struct WalkVerdict {
     pub max_depth: usize,
     /// Walks cut off at [`WalkLimits::max_depth`] with actions still enabled.
     pub cut_off: u64,
+    /// Walks that ended going round a loop: [`LOOP_STEPS`] steps in a row back to states the
+    /// walk had been in, with no other way on (the job's polls, when nothing else is left to
+    /// do). Such a walk is not quiescent, so it is not judged for liveness, as in the exhaustive
+    /// search.
+    pub looped: u64,
     /// Walks that injected at least one fault.
     pub faulted: u64,
     /// The first property that failed, if any.
@@ -119,6 +129,7 @@ pub fn walk_observed<W: Workload>(
         unique_states: 0,
         max_depth: 0,
         cut_off: 0,
+        looped: 0,
         faulted: 0,
         violation: None,
         unreached: Vec::new(),
@@ -126,38 +137,60 @@ pub fn walk_observed<W: Workload>(
     };
     let mut actions = Vec::new();
     let mut faults = Vec::new();
+    let mut this_walk = HashSet::<u64, BuildHasherDefault<IdentityHasher>>::default();
     for w in 0..limits.walks {
         let mut rng = ChaCha8Rng::seed_from_u64(limits.seed);
         rng.set_stream(w);
         let fault_one_in = 1u32 << rng.random_range(FAULT_RATE_EXPONENTS);
         let mut state = initial.clone();
         let mut path = Vec::new();
+        this_walk.clear();
+        this_walk.insert(hash_of(&state));
         let mut failed = judge(model, &properties, &state, &mut reached);
+        let mut looped = false;
+        let mut steps_back = 0;
         while failed.is_none() && path.len() < limits.max_depth {
             actions.clear();
             model.actions(&state, &mut actions);
             faults.clear();
             faults.extend(actions.iter().filter(|a| a.is_fault()).cloned());
             actions.retain(|a| !a.is_fault());
+            if actions.is_empty() && faults.is_empty() {
+                break;
+            }
             let take_fault =
                 !faults.is_empty() && (actions.is_empty() || rng.random_ratio(1, fault_one_in));
-            let pool = if take_fault {
-                &mut faults
+            let (first, second) = if take_fault {
+                (&mut faults, &mut actions)
             } else {
-                &mut actions
+                (&mut actions, &mut faults)
             };
-            let Some(next) = choose(model, &state, pool, &mut rng) else {
+            let mut fallback = None;
+            let next = choose(model, &state, first, &this_walk, &mut rng, &mut fallback)
+                .or_else(|| choose(model, &state, second, &this_walk, &mut rng, &mut fallback))
+                .or(fallback);
+            let Some((action, next, hash)) = next else {
                 break;
             };
-            let (action, next) = next;
+            if this_walk.contains(&hash) {
+                steps_back += 1;
+                if steps_back == LOOP_STEPS {
+                    looped = true;
+                    break;
+                }
+            } else {
+                steps_back = 0;
+            }
             path.push(action);
             state = next;
             verdict.steps += 1;
-            seen.insert(hash_of(&state));
+            this_walk.insert(hash);
+            seen.insert(hash);
             failed = judge(model, &properties, &state, &mut reached);
         }
         verdict.walks += 1;
         verdict.max_depth = verdict.max_depth.max(path.len());
+        verdict.looped += u64::from(looped);
         if failed.is_none() && path.len() == limits.max_depth {
             actions.clear();
             model.actions(&state, &mut actions);
@@ -187,18 +220,31 @@ pub fn walk_observed<W: Workload>(
     verdict
 }
 
-/// Takes one of `pool`'s actions at random whose step `state` allows (an action can be
-/// enabled and still take no step; it is then left out and another drawn).
+/// A step a walk takes: the action, the state it reaches, and that state's hash.
+type Step<W> = (Action, State<W>, u64);
+
+/// Takes one of `pool`'s actions at random that leads somewhere new: its step is taken (an
+/// action can be enabled and still take no step) and reaches a state the walk has not been in
+/// (`been`; a loop adds no state, and the job's polls would spin in one). Those that do not
+/// are left out and another is drawn; the first that leads back is kept in `fallback`, for
+/// when no action leads anywhere new (under the partial-order reduction, a client's delivery
+/// may be the only action, and it closes a poll's loop).
 fn choose<W: Workload>(
     model: &RecipeModel<W>,
     state: &State<W>,
     pool: &mut Vec<Action>,
+    been: &HashSet<u64, BuildHasherDefault<IdentityHasher>>,
     rng: &mut ChaCha8Rng,
-) -> Option<(Action, State<W>)> {
+    fallback: &mut Option<Step<W>>,
+) -> Option<Step<W>> {
     while !pool.is_empty() {
         let action = pool.swap_remove(rng.random_range(0..pool.len()));
         if let Some(next) = model.next_state(state, action.clone()) {
-            return Some((action, next));
+            let hash = hash_of(&next);
+            if !been.contains(&hash) {
+                return Some((action, next, hash));
+            }
+            fallback.get_or_insert((action, next, hash));
         }
     }
     None
