@@ -1,7 +1,8 @@
 //! Seeded random walks over the checker's model (`zkh_model::check::walk`), for the spaces the
 //! exhaustive search cannot finish. Every known-bad variant is caught by walks too; the correct
 //! sharded job survives walks with three instances under the standard budget (one lost reply,
-//! one expiry), which no exhaustive check reaches; and one seed repeats exactly.
+//! one expiry), which no exhaustive check reaches; one seed repeats exactly; and walks found
+//! an open bug of the correct job with three instances, pinned here.
 #![cfg(not(madsim))]
 
 use zkh_model::check::{
@@ -261,5 +262,35 @@ fn a_seed_repeats_exactly_and_each_walk_is_its_own() {
     assert_eq!(
         fewer.trace_hash, first_hashes[49],
         "the first 50 walks of 200 are the 50 walks"
+    );
+}
+
+/// An open bug of our correct job that walks found with three instances, where the
+/// exhaustive search cannot go (the two-instance checks cannot show it): instance 1 runs its
+/// second cycle; instance 0 crashes, idle, before its own second trigger; instance 2, still in
+/// its first cycle, wins the failover of instance 0's item, finds it claimed for the first
+/// cycle (its own current one), and drops the mark; then instance 2's second cycle shards the
+/// item to instance 1, whose second cycle has passed. The item never runs in the second cycle.
+/// (Elastic-Job's failover has no cycles and runs the item at once.) Pinned so that a fix
+/// shows: it must then pass these walks.
+#[test]
+fn walks_find_the_correct_job_losing_a_shard_when_the_failover_taker_lags_a_cycle() {
+    let correct = model(
+        job(JobVariant::Correct, 2, 2),
+        3,
+        "crash=1",
+        Acting::CaughtUp,
+    );
+    let limits = WalkLimits {
+        walks: 10_000,
+        seed: 2,
+        max_depth: 600,
+    };
+    let violation = walk(&correct, limits).violation.expect("the lost shard");
+    assert_eq!(violation.property, "no shard lost");
+    assert_eq!(
+        (violation.walk, violation.found_steps),
+        (6_219, 277),
+        "the walk that finds it drifted"
     );
 }

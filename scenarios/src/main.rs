@@ -4,7 +4,8 @@
 //!   the first states, then depth first; one thread) within a fault budget, and prints the
 //!   shortest counterexample or "no violation";
 //!   `--json` prints one JSON object for CI; `--export FILE` writes a counterexample as a
-//!   scenario the simulator replays.
+//!   scenario the simulator replays. `--walks N --seed S` takes seeded random walks through the
+//!   same states instead, for spaces the search cannot finish (a pass proves nothing there).
 //! - `zkharness explore <recipe>` serves stateright's Explorer on 127.0.0.1 to walk the states
 //!   by hand.
 //!
@@ -44,7 +45,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Explore every state of a recipe's model within a fault budget (breadth first, then depth
-    /// first; one thread).
+    /// first; one thread), or, with `--walks`, take seeded random walks through its states.
     Check(CheckArgs),
     /// Serve stateright's Explorer for a recipe's model on 127.0.0.1.
     Explore(ExploreArgs),

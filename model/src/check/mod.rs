@@ -117,6 +117,12 @@
 //! state gives a reachable state with the same verdicts; `tests/symmetry.rs` runs renamed paths
 //! to show it for every recipe.
 //!
+//! # Random walks
+//!
+//! Where the search cannot finish (the sharded job with an expiry, or with three instances),
+//! [`walk`] takes seeded random walks through the same states, judging every step as the
+//! search does: it finds bugs there, and proves nothing (see its module docs).
+//!
 //! # Not modelled
 //!
 //! Read lag on followers (one server), reconnection to another server, container reaping, and
@@ -154,7 +160,7 @@ pub use run::{
     check, check_observed, check_within, find_violation, GaveUp, Limits, Observer, Order, Progress,
     Verdict, Violation, PROBE_STATES, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
 };
-pub use walk::{shrink, walk, walk_observed, WalkLimits, WalkVerdict, WalkViolation};
+pub use walk::{shrink, walk, walk_observed, WalkLimits, WalkVerdict, WalkViolation, LOOP_STEPS};
 pub use workloads::{
     ElectionWorkload, LatchWorkload, LeaderApp, LeaderRecipe, LockWorkload, MasterWorkload,
     ELECTION_LATCH_DIR, JOB_DIR, LATCH_DIR, LOCK_DIR, MASTER_PATH, RESOURCE,

@@ -5,8 +5,8 @@
 //! # What a walk is
 //!
 //! A walk starts at the model's initial state and takes one enabled action at a time, as the
-//! exhaustive search would, until no action is enabled, a property fails, or it has taken
-//! [`WalkLimits::max_depth`] steps. After every step it asks each property what the
+//! exhaustive search would, until no action is enabled, a property fails, it goes round a loop
+//! (below), or it has taken [`WalkLimits::max_depth`] steps. After every step it asks each property what the
 //! exhaustive search asks: an `always` property (and "leader elected", at quiescence) must
 //! hold, and a `sometimes` property is marked reached. The steps are the model's own
 //! ([`Model::actions`], [`Model::next_state`]), partial-order reduction and forgetting
@@ -22,6 +22,13 @@
 //! otherwise one of the other actions, uniformly. Walks with a low rate put their faults deep,
 //! after an instance has run its items or while the survivor fails them over; walks with a
 //! high rate put them early, in the registration and the election.
+//!
+//! A walk prefers a step to a state it has not been in. The job's poll returns an instance to
+//! the state it polled from, and a walk that drew the poll again and again would add nothing;
+//! so an action that leads back is taken only when no action leads anywhere new (under the
+//! partial-order reduction, a delivery may be the only action, and it closes the poll's loop).
+//! After [`LOOP_STEPS`] such steps in a row the walk ends, counted as going round a loop: it is
+//! not quiescent, so, as in the exhaustive search, it is not judged for liveness.
 //!
 //! # Determinism
 //!
