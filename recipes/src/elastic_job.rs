@@ -394,22 +394,29 @@ impl JobMachine {
         })
     }
 
-    /// Runs queued tasks until one issues an operation or waits for a timer.
+    /// Runs each lane's queued tasks until it issues an operation or waits for a timer, and
+    /// again while a lane's work queued more on another (the end of a cycle queues a failover
+    /// check on the listeners' lane, which must not wait for the next input).
     fn pump(&mut self, out: &mut Vec<Command<JobReport>>) {
-        for lane in [LISTENER, CYCLE] {
-            self.lane = lane;
-            while self.lanes[lane].step.is_none() && self.lanes[lane].waiting.is_none() {
-                let Some(task) = self.lanes[lane].queue.pop_front() else {
-                    break;
-                };
-                match self.request(&task) {
-                    Some(request) => {
-                        let id = self.lane_id(lane);
-                        self.lanes[lane].step = Some((id, task));
-                        out.push(Command::Op { id, request });
+        let mut progressed = true;
+        while progressed {
+            progressed = false;
+            for lane in [LISTENER, CYCLE] {
+                self.lane = lane;
+                while self.lanes[lane].step.is_none() && self.lanes[lane].waiting.is_none() {
+                    let Some(task) = self.lanes[lane].queue.pop_front() else {
+                        break;
+                    };
+                    progressed = true;
+                    match self.request(&task) {
+                        Some(request) => {
+                            let id = self.lane_id(lane);
+                            self.lanes[lane].step = Some((id, task));
+                            out.push(Command::Op { id, request });
+                        }
+                        None if task == Task::EndCycle => self.end_cycle(),
+                        None => self.feed_claim_lock(Input::Request(LatchRequest::Close), out),
                     }
-                    None if task == Task::EndCycle => self.end_cycle(),
-                    None => self.feed_claim_lock(Input::Request(LatchRequest::Close), out),
                 }
             }
         }

@@ -27,7 +27,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
     check_observed, walk, walk_observed, Acting, Action, FaultBudget, GaveUp, Limits, Order,
-    Progress, RecipeModel, State, WalkLimits, WalkVerdict, Workload, SHORTEN_STATES,
+    Progress, RecipeModel, State, WalkLimits, WalkVerdict, Workload, PROGRESS, SHORTEN_STATES,
 };
 use zkh_scenarios::{any_model, export, Recipe, RecipeKind, Scenario};
 
@@ -97,9 +97,9 @@ struct CheckArgs {
     #[arg(long, default_value_t = 100_000_000)]
     max_states: usize,
     /// Give up on paths longer than this many steps (a recipe that can loop for ever has paths
-    /// of every length; the standard checks are 30 to 124 steps deep, the sharded job's with
-    /// two instances and one fault up to about 250, with three items, two cycles and a crash
-    /// 311: give it `--max-depth 400`). Exit code 2 when it gives up.
+    /// of every length; the standard checks are 30 to 131 steps deep, the sharded job's with
+    /// two instances and one fault up to about 280, with three items, two cycles and a crash
+    /// 330: give it `--max-depth 400`). Exit code 2 when it gives up.
     #[arg(long, default_value_t = Limits::DEFAULT_MAX_DEPTH)]
     max_depth: usize,
     /// Explore states that differ only in which client is which separately (by default the
@@ -301,7 +301,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         }
         match (&verdict.violation, &final_state) {
             (Some(violation), Some((state, steps))) => {
-                print_violation(violation.property, state);
+                print_violation(&model, violation.property, state);
                 if violation.shortest {
                     println!("shortest counterexample, {} steps:", steps.len());
                 } else {
@@ -353,13 +353,17 @@ fn print_banner(recipe: &Recipe) {
 }
 
 /// The violated property, and what its function says of the path's last state.
-fn print_violation<W: Workload>(property: &str, state: &State<W>) {
-    let detail = state
-        .findings()
-        .into_iter()
-        .find(|f| f.property == property || !f.holds)
-        .map(|f| f.detail)
-        .unwrap_or_default();
+fn print_violation<W: Workload>(model: &RecipeModel<W>, property: &str, state: &State<W>) {
+    let detail = if property == PROGRESS {
+        model.stuck_detail(state)
+    } else {
+        state
+            .findings()
+            .into_iter()
+            .find(|f| f.property == property || !f.holds)
+            .map(|f| f.detail)
+            .unwrap_or_default()
+    };
     println!("VIOLATION of {property}: {detail}");
 }
 
@@ -521,7 +525,7 @@ fn run_walks<W: Workload>(
         }
         match (&verdict.violation, &final_state) {
             (Some(violation), Some((state, steps))) => {
-                print_violation(violation.property, state);
+                print_violation(&model, violation.property, state);
                 println!(
                     "counterexample, {} steps (walk {} failed after {} steps; shrunk, so it may \
                      not be the shortest):",

@@ -20,9 +20,10 @@
 //! - the first cycle fires at each instance as soon as it is caught up, wherever the others
 //!   are;
 //! - a later one fires only at a settled moment ([`Workload::act_waits_for_settled`]): nothing
-//!   in flight to or from any instance, and every instance's listeners at rest (registered,
-//!   the crash listener done, no failover or retry under way; [`Workload::at_rest`]), as a cron
-//!   fires long after the last cycle settled.
+//!   in flight to or from any instance, every instance's listeners at rest (registered,
+//!   the crash listener done, no failover or retry under way; [`Workload::at_rest`]), and
+//!   every live instance's first cycle fired, as a cron fires long after the last cycle
+//!   settled. (The instances still fire it one at a time, at settled moments of their own.)
 //!
 //! Faults still strike at any point, a settled cycle's own included. With a crash
 //! (`crash=1`: an instance dies while idle and never comes back), every item of every settled
@@ -31,6 +32,13 @@
 //! survivor lists the instances only after that, it sees no crash and fails nothing over, in
 //! Elastic-Job too. So a state where an instance lost its session and went on in a new one is
 //! not judged for lost shards.
+//!
+//! With three instances, walks ([`walk`](super::walk)) show "no shard lost" failing for the
+//! correct job, as it would for Elastic-Job: instances fire their second cycle one after
+//! another, one of them crashes in between, and the leader, firing last, shards again (the
+//! crash raised `necessary`) and gives its own item, not yet run in that cycle, to an instance
+//! that has run the cycle already. With two instances the survivor owns every item after a
+//! crash, and the exhaustive check passes.
 //!
 //! Two variants break "no shard lost":
 //! - [`OneItemPerIdle`](JobVariant::OneItemPerIdle): of three items, the instance that owns two

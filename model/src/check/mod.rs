@@ -31,9 +31,10 @@
 //!   client acting on news still in flight is the fencing problem: [`Acting::Fenced`] lets it
 //!   act at any time on a resource that refuses older tokens, [`Acting::Unfenced`] on one that
 //!   accepts everything (the `unfenced` positive control). A workload may also make an act
-//!   wait for a settled moment, when nothing is in flight to or from any client and every
-//!   machine is at rest ([`Workload::act_waits_for_settled`]: the sharded job's later cron
-//!   cycles).
+//!   wait for a settled moment, when nothing is in flight to or from any client, every
+//!   machine is at rest, and every client has taken the acts that do not wait
+//!   ([`Workload::act_waits_for_settled`]: the sharded job's later cron cycles, which fire
+//!   only once the first has fired everywhere).
 //! - Faults, each within its budget ([`FaultBudget`]): `DropRequest(c)` (ConnectionLoss, not
 //!   applied), `DropReply(c)` (a write applied, then ConnectionLoss; a lost read reply is no
 //!   different from a lost request), `Expire(c)` (the server expires the
@@ -69,6 +70,13 @@
 //! join (stateright says so); a check on each quiescent state is a plain invariant, sound
 //! however states are shared. A state where every client has finished (each lock client
 //! acquired once and left) is not judged: nobody is left to take the role.
+//!
+//! A state that is not quiescent only because an application waits to act is judged by the
+//! model's own invariant "applications make progress" ([`RecipeModel::makes_progress`]): where
+//! every live client is idle and an application has an act to take, that act must be enabled.
+//! Otherwise the model is stuck there (a settled moment that cannot come), and no liveness
+//! property would ever judge it. It found a job instance whose failover check, queued at the
+//! end of a cycle, waited for an input that never came.
 //!
 //! The state graphs of the lock, the latch and the elections have no cycles in practice: a
 //! recipe retries only after a lost request or reply, which the budget bounds, and otherwise
@@ -289,7 +297,8 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     /// Whether the application has an action to take.
     fn can_act(&self, app: &Self::App) -> bool;
     /// Whether its next action waits for a settled moment: nothing in flight to or from any
-    /// client, and every client's machine at rest ([`Workload::at_rest`]). By default not.
+    /// client, every client's machine at rest ([`Workload::at_rest`]), and no client with an
+    /// action to take that does not wait. By default not.
     fn act_waits_for_settled(&self, app: &Self::App) -> bool {
         let _ = app;
         false
@@ -1021,12 +1030,7 @@ impl<W: Workload> Model for RecipeModel<W> {
                 return;
             }
         }
-        let settled = state.seats.iter().all(|seat| {
-            seat.client.crashed
-                || (seat.queues.inbox.is_empty()
-                    && seat.queues.outbox.is_empty()
-                    && self.workload.at_rest(&seat.client.machine))
-        });
+        let settled = self.settled(state);
         for (c, Seat { client, queues, .. }) in state.seats.iter().enumerate() {
             if client.crashed {
                 continue;
@@ -1112,11 +1116,76 @@ impl<W: Workload> Model for RecipeModel<W> {
                     condition: Self::VERDICTS[index],
                 },
             })
+            .chain([Property {
+                expectation: Expectation::Always,
+                name: PROGRESS,
+                condition: Self::makes_progress,
+            }])
             .collect()
     }
 }
 
+/// The name of the model's own invariant that no application is stuck
+/// ([`RecipeModel::makes_progress`]).
+pub const PROGRESS: &str = "applications make progress";
+
 impl<W: Workload> RecipeModel<W> {
+    /// Whether `state` is a settled moment: nothing in flight to or from any live client, every
+    /// machine at rest ([`Workload::at_rest`]), and no application with an act to take that
+    /// does not wait for a settled moment (the job's first cycle), so that a later act comes
+    /// only once every client took the one before.
+    fn settled(&self, state: &State<W>) -> bool {
+        state.seats.iter().all(|seat| {
+            let app = &seat.client.app;
+            let no_first_act_pending =
+                !self.workload.can_act(app) || self.workload.act_waits_for_settled(app);
+            seat.client.crashed
+                || (seat.queues.inbox.is_empty()
+                    && seat.queues.outbox.is_empty()
+                    && self.workload.at_rest(&seat.client.machine)
+                    && no_first_act_pending)
+        })
+    }
+
+    /// The model's own invariant: an application with an act to take is not stuck. It is
+    /// stuck where every live client is idle (nothing in flight, no timer), so that only a
+    /// fault could move the state on, and yet its act is not enabled, because it waits for a
+    /// settled moment that never comes (a machine that is not at rest with nothing to do). No
+    /// liveness property judges such a state (it is not quiescent), so it is reported here.
+    /// This found a job instance that queued its failover check at the end of a cycle and
+    /// left it waiting for an input that never came.
+    pub fn makes_progress(&self, state: &State<W>) -> bool {
+        let live = || state.seats.iter().filter(|seat| !seat.client.crashed);
+        let wants_to_act = live().any(|seat| self.workload.can_act(&seat.client.app));
+        if !wants_to_act || !live().all(|seat| seat.idle()) {
+            return true;
+        }
+        let settled = self.settled(state);
+        live().any(|seat| {
+            let app = &seat.client.app;
+            self.workload.can_act(app) && (settled || !self.workload.act_waits_for_settled(app))
+        })
+    }
+
+    /// Why [`makes_progress`](Self::makes_progress) fails in `state`: the clients that want
+    /// to act and cannot, and the machines that are not at rest.
+    pub fn stuck_detail(&self, state: &State<W>) -> String {
+        let live = || (state.seats.iter().enumerate()).filter(|(_, seat)| !seat.client.crashed);
+        let waiting: Vec<usize> = live()
+            .filter(|(_, seat)| self.workload.can_act(&seat.client.app))
+            .map(|(c, _)| c)
+            .collect();
+        let restless: Vec<usize> = live()
+            .filter(|(_, seat)| !self.workload.at_rest(&seat.client.machine))
+            .map(|(c, _)| c)
+            .collect();
+        format!(
+            "every client is idle; clients {waiting:?} have an act to take that waits for a \
+             settled moment, which cannot come: clients {restless:?} are not at rest with \
+             nothing to do"
+        )
+    }
+
     /// Whether the clients are quiescent: nothing is in flight, no timer is pending, no
     /// application has anything to do, and one of them still takes part in the recipe. Only a
     /// fault can move such a state on, and a liveness property must hold in it.
