@@ -60,8 +60,8 @@
 //! Each workload names its `always` properties, each paired with `sometimes` checks so that a
 //! pass cannot be empty, and "leader elected" as a liveness property, checked at *quiescence*
 //! ([`RecipeModel::quiescent`]): where nothing is in flight, no timer is pending, no
-//! application has anything left to do and some client still takes part in the recipe, some
-//! client holds the role. Only a fault could move such a state on; the recipe has had every
+//! application has anything left to do, some client still takes part in the recipe, and the
+//! server has no abandoned session left to expire, some client holds the role. Only a fault could move such a state on; the recipe has had every
 //! chance to recover. (The property's function is the simulator's, asked whether someone holds
 //! the role at the end of the history: the model's present is the simulator's heal time.) This
 //! is stronger than stateright's `eventually`, which a path satisfies if the property held at
@@ -1187,9 +1187,15 @@ impl<W: Workload> RecipeModel<W> {
     }
 
     /// Whether the clients are quiescent: nothing is in flight, no timer is pending, no
-    /// application has anything to do, and one of them still takes part in the recipe. Only a
-    /// fault can move such a state on, and a liveness property must hold in it.
+    /// application has anything to do, one of them still takes part in the recipe, and the
+    /// server has no abandoned session left to expire (a client told its session expired
+    /// leaves one behind, whose ephemerals block the others until the server expires it,
+    /// which it will, as a timer fires). Only a fault can move such a state on, and a
+    /// liveness property must hold in it.
     pub fn quiescent(&self, state: &State<W>) -> bool {
+        if !state.abandoned.is_empty() {
+            return false;
+        }
         let idle = state.seats.iter().all(|seat| {
             seat.client.crashed || (seat.idle() && !self.workload.can_act(&seat.client.app))
         });

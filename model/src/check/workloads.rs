@@ -309,6 +309,9 @@ pub struct LeaderApp {
     pub leading: Option<i64>,
     /// Acts in this leadership.
     pub acts: u8,
+    /// The recipe stopped for good (the book's master after its session expired): its process
+    /// would exit, so it no longer takes part, and liveness is not asked of it.
+    pub stopped: bool,
 }
 
 /// A recipe that elects a leader, as the one leader workload drives it: start it, act on the
@@ -333,6 +336,11 @@ pub trait LeaderRecipe: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 's
     fn participant(&self, index: usize) -> (Self::Machine, Self::Request);
     /// The leadership a report grants (`Some(token)`) or ends (`None`).
     fn leadership(report: Self::Report) -> Option<i64>;
+    /// Whether a report says the recipe stopped for good. By default none does.
+    fn stops(report: &Self::Report) -> bool {
+        let _ = report;
+        false
+    }
 }
 
 impl<R: LeaderRecipe> Workload for R {
@@ -350,6 +358,7 @@ impl<R: LeaderRecipe> Workload for R {
         let app = LeaderApp {
             leading: None,
             acts: 0,
+            stopped: false,
         };
         (machine, app, vec![start])
     }
@@ -361,13 +370,12 @@ impl<R: LeaderRecipe> Workload for R {
         effects: &mut Vec<HistoryEvent>,
         client: u32,
     ) -> Vec<R::Request> {
+        app.stopped |= R::stops(&report);
         match R::leadership(report) {
             Some(token) => {
                 effects.push(role(client, "leader", Some(token)));
-                *app = LeaderApp {
-                    leading: Some(token),
-                    acts: 0,
-                };
+                app.leading = Some(token);
+                app.acts = 0;
             }
             None => leadership_ends(&mut app.leading, effects, client),
         }
@@ -393,8 +401,8 @@ impl<R: LeaderRecipe> Workload for R {
         app.leading.is_some() && app.acts < ACTS_PER_TERM
     }
 
-    fn finished(&self, _: &LeaderApp) -> bool {
-        false
+    fn finished(&self, app: &LeaderApp) -> bool {
+        app.stopped
     }
 
     fn crashed(&self, app: &mut LeaderApp, effects: &mut Vec<HistoryEvent>, client: u32) {
@@ -580,6 +588,11 @@ impl LeaderRecipe for MasterWorkload {
             MasterReport::Master { token } => Some(token),
             MasterReport::Backup | MasterReport::Stopped => None,
         }
+    }
+
+    /// The book's master stops when its session expires (its process exits).
+    fn stops(report: &MasterReport) -> bool {
+        *report == MasterReport::Stopped
     }
 }
 
