@@ -296,6 +296,12 @@ impl JobMachine {
             && self.claim_lock.is_none()
     }
 
+    /// Whether a cron cycle is running on this instance (started and not yet ended, a cycle
+    /// blocked on the sharding included).
+    pub fn in_cycle(&self) -> bool {
+        self.in_cycle
+    }
+
     /// Whether this instance believes it leads the job.
     pub fn is_leader(&self) -> bool {
         self.leader

@@ -22,8 +22,10 @@
 //! - a later one fires only at a settled moment ([`Workload::act_waits_for_settled`]): nothing
 //!   in flight to or from any instance, every instance's listeners at rest (registered,
 //!   the crash listener done, no failover or retry under way; [`Workload::at_rest`]), and
-//!   every live instance's first cycle fired, as a cron fires long after the last cycle
-//!   settled. (The instances still fire it one at a time, at settled moments of their own.)
+//!   every live instance has fired the cycle before and run it ([`Workload::act_waits_for`];
+//!   one that fired this cycle already may be polling for its sharding), as a cron fires long
+//!   after the last cycle ended. (The instances still fire a cycle one at a time, at settled
+//!   moments of their own.)
 //!
 //! Faults still strike at any point, a settled cycle's own included. With a crash
 //! (`crash=1`: an instance dies while idle and never comes back), every item of every settled
@@ -235,6 +237,15 @@ impl Workload for JobWorkload {
     /// later one only at a settled moment, as a cron fires long after the last cycle settled.
     fn act_waits_for_settled(&self, app: &JobApp) -> bool {
         app.triggered >= 1
+    }
+
+    /// Nor before every live instance has fired the cycle before and run it (an instance that
+    /// fired this cycle already may still be polling for its sharding): a cron fires each
+    /// cycle at about the same time everywhere, long after the last one ended, so an instance
+    /// blocked on the sharding or retrying does not see the next cycles fire one after another.
+    fn act_waits_for(&self, app: &JobApp, other_app: &JobApp, other: &JobMachine) -> bool {
+        other_app.triggered < app.triggered
+            || (other_app.triggered == app.triggered && other.in_cycle())
     }
 
     /// An instance is at rest when its listeners are: registered, its crash listener done, no

@@ -31,10 +31,10 @@
 //!   client acting on news still in flight is the fencing problem: [`Acting::Fenced`] lets it
 //!   act at any time on a resource that refuses older tokens, [`Acting::Unfenced`] on one that
 //!   accepts everything (the `unfenced` positive control). A workload may also make an act
-//!   wait for a settled moment, when nothing is in flight to or from any client, every
-//!   machine is at rest, and every client has taken the acts that do not wait
-//!   ([`Workload::act_waits_for_settled`]: the sharded job's later cron cycles, which fire
-//!   only once the first has fired everywhere).
+//!   wait for a settled moment, when nothing is in flight to or from any client and every
+//!   machine is at rest ([`Workload::act_waits_for_settled`]), and for the other clients to
+//!   catch up ([`Workload::act_waits_for`]): the sharded job's later cron cycles, which an
+//!   instance fires only once every live instance fired the cycle before.
 //! - Faults, each within its budget ([`FaultBudget`]): `DropRequest(c)` (ConnectionLoss, not
 //!   applied), `DropReply(c)` (a write applied, then ConnectionLoss; a lost read reply is no
 //!   different from a lost request), `Expire(c)` (the server expires the
@@ -297,10 +297,23 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     /// Whether the application has an action to take.
     fn can_act(&self, app: &Self::App) -> bool;
     /// Whether its next action waits for a settled moment: nothing in flight to or from any
-    /// client, every client's machine at rest ([`Workload::at_rest`]), and no client with an
-    /// action to take that does not wait. By default not.
+    /// client, and every client's machine at rest ([`Workload::at_rest`]). By default not.
     fn act_waits_for_settled(&self, app: &Self::App) -> bool {
         let _ = app;
+        false
+    }
+    /// Whether `app`'s next action, one that waits for a settled moment, also waits for a live
+    /// client (its application `other_app` and machine `other_machine`, this client's own
+    /// included) to act first or to finish what its last act began (the job's later cycles:
+    /// no instance fires a cycle before every live instance has fired and run the one
+    /// before). By default not.
+    fn act_waits_for(
+        &self,
+        app: &Self::App,
+        other_app: &Self::App,
+        other_machine: &Self::Machine,
+    ) -> bool {
+        let _ = (app, other_app, other_machine);
         false
     }
     /// Whether `machine` has no background work left that a settled moment must wait for
@@ -1046,7 +1059,7 @@ impl<W: Workload> Model for RecipeModel<W> {
             }
             let caught_up = queues.inbox.is_empty() && queues.outbox.is_empty();
             let may_act = (caught_up || self.acting != Acting::CaughtUp)
-                && (settled || !self.workload.act_waits_for_settled(&client.app));
+                && self.act_in_step(state, c, settled);
             if may_act && self.workload.can_act(&client.app) {
                 actions.push(Action::Act(c));
             }
@@ -1130,26 +1143,37 @@ impl<W: Workload> Model for RecipeModel<W> {
 pub const PROGRESS: &str = "applications make progress";
 
 impl<W: Workload> RecipeModel<W> {
-    /// Whether `state` is a settled moment: nothing in flight to or from any live client, every
-    /// machine at rest ([`Workload::at_rest`]), and no application with an act to take that
-    /// does not wait for a settled moment (the job's first cycle), so that a later act comes
-    /// only once every client took the one before.
+    /// Whether `state` is a settled moment: nothing in flight to or from any live client, and
+    /// every machine at rest ([`Workload::at_rest`]).
     fn settled(&self, state: &State<W>) -> bool {
         state.seats.iter().all(|seat| {
-            let app = &seat.client.app;
-            let no_first_act_pending =
-                !self.workload.can_act(app) || self.workload.act_waits_for_settled(app);
             seat.client.crashed
                 || (seat.queues.inbox.is_empty()
                     && seat.queues.outbox.is_empty()
-                    && self.workload.at_rest(&seat.client.machine)
-                    && no_first_act_pending)
+                    && self.workload.at_rest(&seat.client.machine))
         })
     }
 
+    /// Whether client `c`'s act may come now, as far as waiting goes: it does not wait for a
+    /// settled moment, or `settled` says this is one and no live client's application is
+    /// behind it ([`Workload::act_waits_for`]: the job's later cycles).
+    fn act_in_step(&self, state: &State<W>, c: usize, settled: bool) -> bool {
+        let app = &state.client(c).app;
+        if !self.workload.act_waits_for_settled(app) {
+            return true;
+        }
+        let mut live = state.seats.iter().filter(|seat| !seat.client.crashed);
+        settled
+            && !live.any(|seat| {
+                let other = &seat.client;
+                self.workload.act_waits_for(app, &other.app, &other.machine)
+            })
+    }
+
     /// The model's own invariant: an application with an act to take is not stuck. It is
-    /// stuck where every live client is idle (nothing in flight, no timer), so that only a
-    /// fault could move the state on, and yet its act is not enabled, because it waits for a
+    /// stuck where every live client is idle (nothing in flight, no timer) and the server has
+    /// no abandoned session left to expire, so that only a fault could move the state on, and
+    /// yet its act is not enabled, because it waits for a
     /// settled moment that never comes (a machine that is not at rest with nothing to do). No
     /// liveness property judges such a state (it is not quiescent), so it is reported here.
     /// This found a job instance that queued its failover check at the end of a cycle and
@@ -1157,13 +1181,17 @@ impl<W: Workload> RecipeModel<W> {
     pub fn makes_progress(&self, state: &State<W>) -> bool {
         let live = || state.seats.iter().filter(|seat| !seat.client.crashed);
         let wants_to_act = live().any(|seat| self.workload.can_act(&seat.client.app));
-        if !wants_to_act || !live().all(|seat| seat.idle()) {
+        // An abandoned session the server has yet to expire will go, and its ephemerals with
+        // it: a machine waiting on one of them is not stuck.
+        if !wants_to_act || !live().all(|seat| seat.idle()) || !state.abandoned.is_empty() {
             return true;
         }
         let settled = self.settled(state);
-        live().any(|seat| {
-            let app = &seat.client.app;
-            self.workload.can_act(app) && (settled || !self.workload.act_waits_for_settled(app))
+        (0..state.seats.len()).any(|c| {
+            let client = state.client(c);
+            !client.crashed
+                && self.workload.can_act(&client.app)
+                && self.act_in_step(state, c, settled)
         })
     }
 
