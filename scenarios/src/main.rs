@@ -293,12 +293,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s ({search})",
             verdict.states, verdict.unique_states, verdict.max_depth, seconds, per_second
         );
-        if !verdict.unreached.is_empty() {
-            println!(
-                "note: never reached (a pass says less): {}",
-                verdict.unreached.join(", ")
-            );
-        }
+        print_unreached(&verdict.unreached, "a pass says less");
         match (&verdict.violation, &final_state) {
             (Some(violation), Some((state, steps))) => {
                 print_violation(&model, violation.property, state);
@@ -350,6 +345,16 @@ fn print_banner(recipe: &Recipe) {
         recipe.faults,
         serde_json::to_value(recipe.acting).expect("a name")
     );
+}
+
+/// The `sometimes` properties nothing reached, if any, and why that matters (`says_less`).
+fn print_unreached(unreached: &[&str], says_less: &str) {
+    if !unreached.is_empty() {
+        println!(
+            "note: never reached ({says_less}): {}",
+            unreached.join(", ")
+        );
+    }
 }
 
 /// The violated property, and what its function says of the path's last state.
@@ -517,12 +522,7 @@ fn run_walks<W: Workload>(
             seconds,
             verdict.trace_hash
         );
-        if !verdict.unreached.is_empty() {
-            println!(
-                "note: never reached (the walks say less): {}",
-                verdict.unreached.join(", ")
-            );
-        }
+        print_unreached(&verdict.unreached, "the walks say less");
         match (&verdict.violation, &final_state) {
             (Some(violation), Some((state, steps))) => {
                 print_violation(&model, violation.property, state);
