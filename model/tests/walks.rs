@@ -2,7 +2,8 @@
 //! exhaustive search cannot finish. Every known-bad variant is caught by walks too; the correct
 //! sharded job survives walks with three instances under the standard budget (one lost reply,
 //! one expiry), which no exhaustive check reaches; one seed repeats exactly; and walks show a
-//! shard that the correct job, like Elastic-Job, loses with three instances, pinned here.
+//! shard that Elastic-Job loses with three instances when it shards again in the middle of a
+//! cycle, which the correct job no longer loses.
 #![cfg(not(madsim))]
 
 use zkh_model::check::{
@@ -144,6 +145,17 @@ fn walks_catch_every_known_bad_variant() {
         10_000,
     );
     caught(
+        "job uncovered-reshard",
+        &model(
+            job(JobVariant::UncoveredReshard, 2, 2),
+            3,
+            "crash=1",
+            CaughtUp,
+        ),
+        "no shard lost",
+        10_000,
+    );
+    caught(
         "job one-item-per-idle",
         &model(
             job(JobVariant::OneItemPerIdle, 3, 2),
@@ -171,7 +183,7 @@ fn walks_catch_no_cycle_claim_with_three_instances_under_the_standard_budget() {
     assert_eq!(violation.property, "no shard executed twice");
     assert_eq!(
         (violation.walk, violation.found_steps, violation.path.len()),
-        (5, 197, 194),
+        (13, 213, 210),
         "the walk that finds it, or its length, drifted"
     );
 }
@@ -184,7 +196,7 @@ fn the_correct_job_survives_walks_with_three_instances_under_the_standard_budget
     let verdict = correct_job_walks(1_000);
     assert_eq!(
         (verdict.steps, verdict.unique_states),
-        (213_325, 195_985),
+        (214_692, 197_233),
         "the walks drifted"
     );
 }
@@ -197,7 +209,7 @@ fn twenty_thousand_walks_of_the_correct_job_with_three_instances() {
     let verdict = correct_job_walks(20_000);
     assert_eq!(
         (verdict.steps, verdict.unique_states),
-        (4_215_675, 3_559_252),
+        (4_241_291, 3_582_380),
         "the walks drifted"
     );
 }
@@ -265,30 +277,70 @@ fn a_seed_repeats_exactly_and_each_walk_is_its_own() {
     );
 }
 
-/// A shard Elastic-Job loses too, which walks show with three instances and the exhaustive
-/// search cannot reach (with two, the survivor owns every item after a crash): instances 0
-/// and 2 run their second cycle; instance 0 crashes; instance 1, the leader, fires its second
-/// cycle last and shards again (the crash raised `necessary`), which gives its own item, not
-/// yet run in that cycle, to instance 2, whose second cycle has passed. The leader shards at
-/// its own trigger, and an instance that ran the cycle already does not run it again. Pinned so
-/// that a change of the recipe or of the model's cron shows.
+/// A shard Elastic-Job loses, which walks show with three instances and the exhaustive search
+/// cannot reach (with two, the survivor owns every item after a crash): instances 0 and 2 run
+/// their second cycle; instance 0 crashes; instance 1, the leader, fires its second cycle last
+/// and shards again (the crash raised `necessary`), which gives its own item, not yet run in
+/// that cycle, to instance 2, whose second cycle has passed. The `uncovered-reshard` variant
+/// keeps that; the correct job runs such a moved item itself once the new sharding is written.
+/// Pinned so that a change of the recipe or of the model's cron shows.
 #[test]
 fn walks_show_the_shard_lost_when_the_leader_shards_again_after_others_ran_the_cycle() {
+    let uncovered = model(
+        job(JobVariant::UncoveredReshard, 2, 2),
+        3,
+        "crash=1",
+        Acting::CaughtUp,
+    );
+    let violation = walk(&uncovered, limits(1_000, 600))
+        .violation
+        .expect("the lost shard");
+    assert_eq!(violation.property, "no shard lost");
+    assert_eq!(
+        (violation.walk, violation.found_steps),
+        (20, 304),
+        "the walk that finds it drifted"
+    );
     let correct = model(
         job(JobVariant::Correct, 2, 2),
         3,
         "crash=1",
         Acting::CaughtUp,
     );
-    let violation = walk(&correct, limits(1_000, 600))
-        .violation
-        .expect("the lost shard");
-    assert_eq!(violation.property, "no shard lost");
+    let verdict = walk(&correct, limits(1_000, 600));
     assert_eq!(
-        (violation.walk, violation.found_steps),
-        (30, 280),
-        "the walk that finds it drifted"
+        verdict.violation, None,
+        "the correct job runs the moved item"
     );
+    assert_eq!(verdict.walks, 1_000);
+}
+
+/// Three instances over three cycles with a crash and a lost reply, and four instances with a
+/// crash and a lost reply. Before the correct job ran the items a sharding moves in the middle
+/// of a cycle and dropped Elastic-Job's take-off check, walks 43 and 54 of seed 0 lost a shard
+/// here: a leader whose sharding write lost its reply, and a failover taker a cycle behind
+/// whose take-off made the owner skip the item. About 20 s in release.
+#[test]
+#[ignore = "about 20 s in release; scripts/test-all runs it"]
+fn no_shard_is_lost_with_three_or_four_instances_and_a_crash() {
+    let three = model(
+        job(JobVariant::Correct, 2, 3),
+        3,
+        "crash=1,drop-reply=1",
+        Acting::CaughtUp,
+    );
+    let verdict = walk(&three, limits(20_000, 800));
+    assert_eq!(verdict.violation, None);
+    assert_eq!(verdict.walks, 20_000);
+    let four = model(
+        job(JobVariant::Correct, 4, 2),
+        4,
+        "crash=1,drop-reply=1",
+        Acting::CaughtUp,
+    );
+    let verdict = walk(&four, limits(10_000, 900));
+    assert_eq!(verdict.violation, None);
+    assert_eq!(verdict.walks, 10_000);
 }
 
 /// Three cycles, a lost reply and an expiry, two instances. Before a later cycle waited for

@@ -11,11 +11,24 @@
 //!   instance): if `necessary` is raised, the leader shards (deletes every
 //!   `sharding/<item>/instance`, then in one transaction writes the average allocation and
 //!   removes the flag) while the others poll every 100 ms until the flag is gone
-//!   (`blockUntilShardingCompleted`). Each instance then reads which items it owns, leaves out
-//!   those another instance has taken over (`sharding/<item>/failover` exists: the "take-off"
-//!   items of a returning owner), claims each remaining (item, cycle) and runs it. Then it
-//!   looks for crashed items to take over. A trigger that comes while a cycle is still running
-//!   misfires: one more cycle runs right after, for the newest trigger.
+//!   (`blockUntilShardingCompleted`). Each instance then reads which items it owns, claims each
+//!   (item, cycle) and runs it. Then it looks for crashed items to take over. A trigger that
+//!   comes while a cycle is still running misfires: one more cycle runs right after, for the
+//!   newest trigger. (Elastic-Job also leaves out the items another instance has taken over,
+//!   whose `sharding/<item>/failover` exists: the "take-off" items of a returning owner. With
+//!   a claim per (item, cycle) that check is not needed, and it loses a run: a taker whose own
+//!   cycle lags runs the item for that older cycle, which was claimed already, while the owner
+//!   skips it in the newer one. Only [`JobVariant::NoCycleClaim`], which has no claims, keeps
+//!   it.)
+//! - **Sharding again in the middle of a cycle** (not in Elastic-Job): the leader shards when
+//!   its own trigger finds `necessary` raised, which may be after other instances ran that
+//!   cycle with the old sharding. An item the new sharding moves from one instance to another
+//!   (not to the leader) may then pass both: its old owner reads the new sharding, its new one
+//!   read the old. So the leader reads each item's old owner before it resets it and, once the
+//!   new sharding is written, runs each such moved item for the cycle itself, unless it was
+//!   claimed (the claim keeps it to one run). A cycle that reads an item's owner while the
+//!   leader is resetting it (the node is missing) waits for the sharding and reads every
+//!   owner again (see [`JobVariant::UncoveredReshard`]).
 //! - **Crash listener** (`JobCrashedJobListener`, on every instance): when an instance leaves
 //!   `instances`, mark each item it owned (or had taken over) in `leader/failover/items`, raise
 //!   `necessary`, and fail over.
@@ -50,6 +63,13 @@
 //! - [`JobVariant::NoCycleClaim`]: run owned and failed-over items without claiming the
 //!   (item, cycle) first, as Elastic-Job 2.1.5 does: a failover runs again the items the
 //!   crashed instance had already finished in this cycle, so an item runs twice.
+//! - [`JobVariant::UncoveredReshard`]: Elastic-Job 2.1.5's sharding in the middle of a cycle.
+//!   With three instances, two run their second cycle, one of them crashes, and the leader
+//!   fires its second cycle last and shards again: its own item, not yet run in that cycle,
+//!   goes to the instance that has run the cycle already, and nobody runs it. Random walks
+//!   find it (`zkharness check job --variant uncovered-reshard --clients 3 --cycles 2 --faults
+//!   crash=1 --max-depth 600 --walks 100`); the exhaustive search cannot, with two instances
+//!   the survivor owns every item after a crash.
 //!
 //! # Not modelled
 //!
@@ -84,6 +104,10 @@ pub enum JobVariant {
     TrustOwners,
     /// Run items without claiming the (item, cycle) (Elastic-Job 2.1.5).
     NoCycleClaim,
+    /// Shard again in the middle of a cycle without running the items it moves to instances
+    /// that may have read the old sharding already, and skip an item whose owner node is
+    /// missing (Elastic-Job 2.1.5).
+    UncoveredReshard,
 }
 
 /// What the application asks of a job instance.
@@ -153,8 +177,12 @@ enum Task {
     Mark(u32),
     CheckNecessary(u64),
     ListInstances(u64),
+    /// Whose was `item` before this sharding? (asked only of items it gives another instance)
+    ReadOldOwner(u32),
     ResetItem(u32),
-    WriteSharding(u64, Vec<Option<String>>),
+    /// Write the owners for the cycle, and the items the new sharding moved from one instance
+    /// to another (filled in by [`Task::ReadOldOwner`]), which this leader then runs itself.
+    WriteSharding(u64, Vec<Option<String>>, Vec<u32>),
     ReadOwner(u64, u32),
     /// Is `owner`, which the sharding names for `item`, still registered?
     CheckOwnerAlive {
@@ -341,8 +369,9 @@ impl JobMachine {
                 path: self.paths.instances(),
                 watch: false,
             },
+            Task::ReadOldOwner(item) => read(self.paths.owner(*item)),
             Task::ResetItem(item) => delete(self.paths.owner(*item)),
-            Task::WriteSharding(_, owners) => {
+            Task::WriteSharding(_, owners, _) => {
                 let mut ops: Vec<Op> = owners
                     .iter()
                     .enumerate()
@@ -428,6 +457,24 @@ impl JobMachine {
         }
     }
 
+    /// Notes, on the sharding queued to be written, that it moves `item` away from `old` (the
+    /// owner's id that the old sharding held), to an instance other than this one.
+    fn note_moved(&mut self, item: u32, old: &[u8]) {
+        let me = self.instance.as_bytes();
+        let write = self.lanes[CYCLE]
+            .queue
+            .iter_mut()
+            .find_map(|task| match task {
+                Task::WriteSharding(_, owners, moved) => Some((owners, moved)),
+                _ => None,
+            });
+        let (owners, moved) = write.expect("a sharding is queued after its old owners' reads");
+        let new = owners[item as usize].as_deref().map(str::as_bytes);
+        if new != Some(old) && new != Some(me) {
+            moved.push(item);
+        }
+    }
+
     /// Puts `tasks` at the front of the queue, in order.
     fn then(&mut self, tasks: impl IntoIterator<Item = Task, IntoIter: DoubleEndedIterator>) {
         for task in tasks.into_iter().rev() {
@@ -505,9 +552,10 @@ impl JobMachine {
         if via == Via::Failover {
             let next = match self.variant {
                 JobVariant::OneItemPerIdle => Task::ReleaseClaimLock,
-                JobVariant::Correct | JobVariant::NoCycleClaim | JobVariant::TrustOwners => {
-                    Task::ClaimNext
-                }
+                JobVariant::Correct
+                | JobVariant::NoCycleClaim
+                | JobVariant::TrustOwners
+                | JobVariant::UncoveredReshard => Task::ClaimNext,
             };
             self.then([Task::CompleteFailover(item), next]);
         }
@@ -524,7 +572,10 @@ impl JobMachine {
                 self.after_item(item, via);
                 Some(self.execute(item, cycle, token, via))
             }
-            JobVariant::Correct | JobVariant::OneItemPerIdle | JobVariant::TrustOwners => {
+            JobVariant::Correct
+            | JobVariant::OneItemPerIdle
+            | JobVariant::TrustOwners
+            | JobVariant::UncoveredReshard => {
                 self.then([Task::ReadClaim { item, cycle, via }]);
                 None
             }
@@ -637,8 +688,14 @@ impl JobMachine {
                     let owners = average_allocation(&children, self.items);
                     let mut tasks = vec![Task::Ensure(self.paths.sharding())];
                     tasks.extend((0..self.items).map(|item| Task::Ensure(self.paths.item(item))));
-                    tasks.extend((0..self.items).map(Task::ResetItem));
-                    tasks.push(Task::WriteSharding(cycle, owners));
+                    for (item, owner) in (0..self.items).zip(&owners) {
+                        let covers = self.variant != JobVariant::UncoveredReshard;
+                        if covers && owner.as_deref() != Some(self.instance.as_str()) {
+                            tasks.push(Task::ReadOldOwner(item));
+                        }
+                        tasks.push(Task::ResetItem(item));
+                    }
+                    tasks.push(Task::WriteSharding(cycle, owners, Vec::new()));
                     tasks.push(Task::CheckNecessary(cycle));
                     self.then(tasks);
                 }
@@ -646,13 +703,38 @@ impl JobMachine {
             (Task::ListInstances(cycle), Err(ZkError::NoNode)) => {
                 self.wait_and_retry(Task::CheckNecessary(cycle), out);
             }
+            (Task::ReadOldOwner(item), Ok(Response::Data(old, _))) => self.note_moved(item, &old),
+            (Task::ReadOldOwner(_), Err(ZkError::NoNode)) => {}
             (Task::ResetItem(_), Ok(_) | Err(ZkError::NoNode)) => {}
-            // A concurrent sharding won, or the flag went: CheckNecessary (queued next) decides.
-            (Task::WriteSharding(..), Ok(_) | Err(ZkError::NodeExists | ZkError::NoNode)) => {}
+            // Written; or written already (this write, whose reply was lost), or by a concurrent
+            // sharding, or the flag went: CheckNecessary (queued next) decides what to read.
+            (
+                Task::WriteSharding(cycle, _, moved),
+                Ok(_) | Err(ZkError::NodeExists | ZkError::NoNode),
+            ) => {
+                // Whoever ran this cycle before the new sharding read the old one: an item it
+                // moved may have passed both its old owner and its new one. Run each now, for
+                // this cycle, unless someone claimed it (the claim keeps it to one run). With
+                // the write's reply lost, this sharding may be ours: run them all the same.
+                let via = Via::Sharding;
+                self.then(
+                    moved
+                        .into_iter()
+                        .map(|item| Task::ReadClaim { item, cycle, via }),
+                );
+            }
             (Task::ReadOwner(cycle, item), Ok(Response::Data(data, stat))) => {
                 if data == self.instance.as_bytes() {
                     let token = stat.czxid;
-                    self.then([Task::ReadTakeOff { cycle, item, token }]);
+                    if self.variant == JobVariant::NoCycleClaim {
+                        self.then([Task::ReadTakeOff { cycle, item, token }]);
+                    } else if let Some(done) = self.run_item(item, cycle, Via::Sharding, token) {
+                        // No take-off check: the claim keeps the item to one run in this
+                        // cycle, whoever claims it first. Skipping an item that another
+                        // instance is failing over loses this cycle's run of it when the
+                        // taker runs it for an older cycle (its own, which lags this one).
+                        report(out, done);
+                    }
                 } else if self.variant != JobVariant::TrustOwners {
                     if let Ok(owner) = String::from_utf8(data) {
                         self.then([Task::CheckOwnerAlive { item, owner }]);
@@ -667,7 +749,16 @@ impl JobMachine {
                 self.enqueue(LISTENER, Task::SetNecessary);
                 self.fail_over_after_queued_work();
             }
-            (Task::ReadOwner(..), Err(ZkError::NoNode)) => {}
+            (Task::ReadOwner(cycle, _), Err(ZkError::NoNode)) => {
+                if self.variant != JobVariant::UncoveredReshard {
+                    // The leader is sharding again (it deletes the owners while `necessary`
+                    // is raised): wait for it and read every owner again. Items run already
+                    // are claimed and are not run twice.
+                    let queue = &mut self.lanes[CYCLE].queue;
+                    queue.retain(|task| !matches!(task, Task::ReadOwner(..) | Task::EndCycle));
+                    self.then([Task::CheckNecessary(cycle)]);
+                }
+            }
             (Task::ReadTakeOff { .. }, Ok(Response::Exists(Some(_)))) => {}
             (Task::ReadTakeOff { cycle, item, token }, Ok(Response::Exists(None))) => {
                 if let Some(done) = self.run_item(item, cycle, Via::Sharding, token) {
@@ -1228,5 +1319,137 @@ mod tests {
                 .any(|c| matches!(c, Command::Report(JobReport::Executed { .. }))),
             "b claimed cycle 4 of item 0: a does not run it"
         );
+    }
+
+    /// Leader `a` at cycle 2, `necessary` raised, instances `a` and `b`, two items: the new
+    /// sharding gives item 0 to `a` and item 1 to `b`, whose old owner was `a`. Answers each
+    /// operation as a server that holds every node would, and returns what follows the write.
+    fn shard_again_mid_cycle(variant: JobVariant) -> (JobMachine, Vec<Command<JobReport>>) {
+        let mut machine = JobMachine::new(variant, "/job", "a", "u", 2);
+        machine.session = Some(SessionId(7));
+        machine.started = true;
+        machine.leader = true;
+        machine.cycle = 2;
+        machine.in_cycle = true;
+        let necessary = Ok(Response::Exists(Some(Default::default())));
+        let mut out = Vec::new();
+        machine.lanes[CYCLE]
+            .queue
+            .push_back(Task::CheckNecessary(2));
+        machine.pump(&mut out);
+        let mut reply = necessary;
+        let mut asked = Vec::new();
+        loop {
+            let (id, request) = job_op(&out);
+            out.clear();
+            machine.handle(Input::Reply { id, result: reply }, &mut out);
+            let (_, next) = job_op(&out);
+            reply = match next {
+                Request::GetChildren { .. } => Ok(Response::Children(
+                    vec!["a".into(), "b".into()],
+                    Default::default(),
+                )),
+                Request::Create { .. } => Err(ZkError::NodeExists),
+                Request::GetData { ref path, .. } if path.ends_with("/instance") => {
+                    Ok(Response::Data(b"a".to_vec(), Default::default()))
+                }
+                Request::Delete { .. } => Ok(Response::Deleted),
+                Request::Multi(_) => Ok(Response::Multi(Vec::new())),
+                _ => return (machine, out),
+            };
+            asked.push(request);
+            assert!(asked.len() < 20, "the sharding ends: {asked:?}");
+        }
+    }
+
+    #[test]
+    fn a_sharding_in_the_middle_of_a_cycle_runs_the_items_it_moves_to_another_instance() {
+        let (mut machine, out) = shard_again_mid_cycle(JobVariant::Correct);
+        let (id, request) = job_op(&out);
+        assert_eq!(
+            request,
+            Request::GetData {
+                path: "/job/sharding/1".into(),
+                watch: false
+            },
+            "item 1 moved from a to b, which may have run this cycle: a reads its claim"
+        );
+        let mut out = Vec::new();
+        let unclaimed = Claim {
+            cycle: 1,
+            instance: "a".into(),
+        };
+        let data = Ok(Response::Data(unclaimed.encode(), Default::default()));
+        machine.handle(Input::Reply { id, result: data }, &mut out);
+        let (id, request) = job_op(&out);
+        assert!(matches!(request, Request::SetData { ref path, .. } if path == "/job/sharding/1"));
+        out.clear();
+        let claimed = Ok(Response::SetData(Default::default()));
+        machine.handle(
+            Input::Reply {
+                id,
+                result: claimed,
+            },
+            &mut out,
+        );
+        assert!(out.iter().any(|c| matches!(
+            c,
+            Command::Report(JobReport::Executed {
+                item: 1,
+                cycle: 2,
+                ..
+            })
+        )));
+    }
+
+    #[test]
+    fn the_uncovered_variant_leaves_a_moved_item_to_its_new_owner() {
+        let (_, out) = shard_again_mid_cycle(JobVariant::UncoveredReshard);
+        assert_eq!(
+            job_op(&out).1,
+            Request::Exists {
+                path: "/job/leader/sharding/necessary".into(),
+                watch: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_cycle_that_finds_an_owner_missing_waits_for_the_sharding_and_reads_again() {
+        let mut machine = JobMachine::new(JobVariant::Correct, "/job", "a", "u", 2);
+        machine.session = Some(SessionId(7));
+        machine.started = true;
+        machine.cycle = 3;
+        machine.in_cycle = true;
+        let mut out = Vec::new();
+        machine.lanes[CYCLE].queue.extend([
+            Task::ReadOwner(3, 0),
+            Task::ReadOwner(3, 1),
+            Task::EndCycle,
+        ]);
+        machine.pump(&mut out);
+        let (id, _) = job_op(&out);
+        out.clear();
+        let missing = Err(ZkError::NoNode);
+        machine.handle(
+            Input::Reply {
+                id,
+                result: missing,
+            },
+            &mut out,
+        );
+        assert_eq!(
+            job_op(&out).1,
+            Request::Exists {
+                path: "/job/leader/sharding/necessary".into(),
+                watch: false
+            }
+        );
+        assert_eq!(
+            machine.lanes[CYCLE].queue,
+            VecDeque::new(),
+            "the reads start over"
+        );
+        assert!(machine.in_cycle());
     }
 }

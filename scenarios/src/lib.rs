@@ -103,7 +103,7 @@ impl Recipe {
             "job" => RecipeKind::Job(JobWorkload::new(variant(
                 name,
                 variant_name,
-                "correct, one-item-per-idle, trust-owners, no-cycle-claim",
+                "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard",
             )?)),
             other => {
                 return Err(format!(

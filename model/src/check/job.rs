@@ -35,18 +35,21 @@
 //! Elastic-Job too. So a state where an instance lost its session and went on in a new one is
 //! not judged for lost shards.
 //!
-//! With three instances, walks ([`walk`](super::walk)) show "no shard lost" failing for the
-//! correct job, as it would for Elastic-Job: instances fire their second cycle one after
-//! another, one of them crashes in between, and the leader, firing last, shards again (the
-//! crash raised `necessary`) and gives its own item, not yet run in that cycle, to an instance
-//! that has run the cycle already. With two instances the survivor owns every item after a
-//! crash, and the exhaustive check passes.
+//! With three instances, walks ([`walk`](super::walk)) show "no shard lost" failing for
+//! Elastic-Job's resharding: instances fire their second cycle one after another, one of them
+//! crashes in between, and the leader, firing last, shards again (the crash raised
+//! `necessary`) and gives its own item, not yet run in that cycle, to an instance that has run
+//! the cycle already. The correct job runs such a moved item itself once it has written the
+//! new sharding. With two instances the survivor owns every item after a crash, so the
+//! exhaustive check cannot show it.
 //!
-//! Two variants break "no shard lost":
+//! Three variants break "no shard lost":
 //! - [`OneItemPerIdle`](JobVariant::OneItemPerIdle): of three items, the instance that owns two
 //!   crashes before its second cycle, and the survivor fails over only one of them;
 //! - [`TrustOwners`](JobVariant::TrustOwners): an instance registers and crashes between two
-//!   listings of the other's crash listener, and the leader shards with it as an owner.
+//!   listings of the other's crash listener, and the leader shards with it as an owner;
+//! - [`UncoveredReshard`](JobVariant::UncoveredReshard): the resharding above (walks with
+//!   three instances only).
 //!
 //! # The bounds that make the space finite
 //!
