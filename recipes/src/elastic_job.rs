@@ -43,6 +43,14 @@
 //!   first marked item: write the ephemeral `sharding/<item>/failover` with this instance's id,
 //!   unmark the item, run it for the current cycle, delete the failover node. The correct
 //!   recipe repeats until no item is marked, then releases the lock.
+//! - **A crash after a cycle** (not in Elastic-Job): an instance that crashes after it ran a
+//!   cycle cuts short the next one, which a survivor still in that cycle has not fired. Such
+//!   a taker finds the item claimed for its own cycle by the crashed instance (no longer
+//!   registered): it marks the item again and leaves it, until its own next trigger, to an
+//!   instance that has fired the next cycle. (Elastic-Job runs it for the taker's cycle, and
+//!   with our claims that run was skipped: with two crashes and four instances, random walks
+//!   showed the next cycle's run lost.) A claim by a live instance means the item ran: the
+//!   mark is done.
 //!
 //! Execution is instantaneous here: a run is the [`JobReport::Executed`] report, which the host
 //! records with its token (the zxid of the claim).
@@ -68,7 +76,7 @@
 //!   fires its second cycle last and shards again: its own item, not yet run in that cycle,
 //!   goes to the instance that has run the cycle already, and nobody runs it. Random walks
 //!   find it (`zkharness check job --variant uncovered-reshard --clients 3 --cycles 2 --faults
-//!   crash=1 --max-depth 600 --walks 100`); the exhaustive search cannot, with two instances
+//!   crash=1 --max-depth 600 --walks 1000`); the exhaustive search cannot, with two instances
 //!   the survivor owns every item after a crash.
 //!
 //! # Not modelled
@@ -212,6 +220,12 @@ enum Task {
     TakeFailover(u32),
     CheckFailoverOwner(u32),
     Unmark(u32),
+    /// A failover found `item` claimed for its cycle, or a later one, by `claimer`: is
+    /// `claimer` still registered?
+    CheckClaimerAlive {
+        item: u32,
+        claimer: String,
+    },
     CompleteFailover(u32),
     /// No operation: release the failover lock.
     ReleaseClaimLock,
@@ -279,6 +293,10 @@ pub struct JobMachine {
     /// The failover lock, while it is wanted or held.
     claim_lock: Option<LatchMachine>,
     claim_round: u64,
+    /// Marked items this instance found run, by the instance that crashed, in its own cycle
+    /// or a later one, and left for an instance that has fired the next: item, and this
+    /// instance's cycle then (it takes them again once a newer trigger comes).
+    deferred: BTreeMap<u32, u64>,
 }
 
 impl JobMachine {
@@ -305,6 +323,7 @@ impl JobMachine {
             executed: BTreeMap::new(),
             claim_lock: None,
             claim_round: 0,
+            deferred: BTreeMap::new(),
         }
     }
 
@@ -424,6 +443,10 @@ impl JobMachine {
             },
             Task::CheckFailoverOwner(item) => read(self.paths.failover_owner(*item)),
             Task::Unmark(item) => delete(self.paths.failover_item(*item)),
+            Task::CheckClaimerAlive { claimer, .. } => Request::Exists {
+                path: self.paths.instance(claimer),
+                watch: false,
+            },
             Task::CompleteFailover(item) => delete(self.paths.failover_owner(*item)),
             Task::EndCycle | Task::ReleaseClaimLock => return None,
         })
@@ -473,6 +496,13 @@ impl JobMachine {
         if new != Some(old) && new != Some(me) {
             moved.push(item);
         }
+    }
+
+    /// Whether this instance takes over the marked item named `name` now: not if it left it
+    /// for a later cycle in its current one.
+    fn takes_over(&self, name: &str) -> bool {
+        let item = name.parse::<u32>().ok();
+        item.is_none_or(|item| self.deferred.get(&item) != Some(&self.cycle))
     }
 
     /// Puts `tasks` at the front of the queue, in order.
@@ -775,6 +805,12 @@ impl JobMachine {
                         via,
                         version,
                     }]);
+                } else if via == Via::Failover && claim.instance != self.instance {
+                    // Claimed for this cycle or a later one by another instance: done, unless
+                    // that instance is the one that crashed, and the run its crash cut short
+                    // is of a later cycle than ours.
+                    let claimer = claim.instance;
+                    self.then([Task::CheckClaimerAlive { item, claimer }]);
                 } else {
                     // Claimed already: by us (a lost reply) and not yet run, or by another.
                     self.after_item(item, via);
@@ -786,6 +822,17 @@ impl JobMachine {
                 }
             }
             (Task::ReadClaim { item, via, .. }, Err(ZkError::NoNode)) => self.after_item(item, via),
+            (Task::CheckClaimerAlive { item, .. }, Ok(Response::Exists(Some(_)))) => {
+                self.after_item(item, Via::Failover);
+            }
+            (Task::CheckClaimerAlive { item, .. }, Ok(Response::Exists(None))) => {
+                // The crashed instance ran the item in our cycle (or a later one): the run
+                // its crash cut short is of a cycle we have not fired. Mark the item again
+                // for an instance that has, and leave it alone until our next cycle.
+                self.deferred.insert(item, self.cycle);
+                self.after_item(item, Via::Failover);
+                self.then([Task::Mark(item)]);
+            }
             (
                 Task::Claim {
                     item, cycle, via, ..
@@ -806,7 +853,8 @@ impl JobMachine {
             }
             (Task::Claim { item, via, .. }, Err(ZkError::NoNode)) => self.after_item(item, via),
             (Task::FailoverIfNecessary, Ok(Response::Children(children, _))) => {
-                if !children.is_empty() && self.claim_lock.is_none() && self.session.is_some() {
+                let takes = children.iter().any(|name| self.takes_over(name));
+                if takes && self.claim_lock.is_none() && self.session.is_some() {
                     self.claim_round += 1;
                     let uuid = format!("{}-failover-{}", self.uuid, self.claim_round);
                     let dir = self.paths.failover_latch();
@@ -825,6 +873,7 @@ impl JobMachine {
             (Task::ClaimNext, Ok(Response::Children(children, _))) => {
                 let first = children
                     .iter()
+                    .filter(|name| self.takes_over(name))
                     .filter_map(|name| name.parse::<u32>().ok())
                     .min();
                 match first {
@@ -962,6 +1011,7 @@ impl JobMachine {
                 self.in_cycle = false;
                 self.misfired = false;
                 self.claim_lock = None;
+                self.deferred.clear();
                 self.started &= event == SessionEvent::Expired;
             }
         }
@@ -1006,6 +1056,9 @@ impl Machine for JobMachine {
                 }
             }
             Input::Request(JobRequest::Trigger { cycle }) => {
+                if cycle > self.cycle {
+                    self.deferred.clear();
+                }
                 self.cycle = self.cycle.max(cycle);
                 if !self.started || self.session.is_none() {
                     // Elastic-Job pauses the scheduler while the registry is unavailable.
@@ -1451,5 +1504,73 @@ mod tests {
             "the reads start over"
         );
         assert!(machine.in_cycle());
+    }
+
+    /// A failover of item 0 by `a` at cycle 1 finds the item claimed for cycle 1 by `b`;
+    /// returns `a` and what it does once it has asked whether `b` is registered (`alive`).
+    fn failover_finds_claimed_by_b(alive: bool) -> (JobMachine, Vec<Command<JobReport>>) {
+        let mut machine = JobMachine::new(JobVariant::Correct, "/job", "a", "u", 1);
+        machine.session = Some(SessionId(7));
+        machine.started = true;
+        machine.cycle = 1;
+        machine.lanes[LISTENER].queue.push_back(Task::ReadClaim {
+            item: 0,
+            cycle: 1,
+            via: Via::Failover,
+        });
+        let mut out = Vec::new();
+        machine.pump(&mut out);
+        let (id, _) = job_op(&out);
+        out.clear();
+        let by_b = Claim {
+            cycle: 1,
+            instance: "b".into(),
+        };
+        let data = Ok(Response::Data(by_b.encode(), Default::default()));
+        machine.handle(Input::Reply { id, result: data }, &mut out);
+        let (id, request) = job_op(&out);
+        assert_eq!(
+            request,
+            Request::Exists {
+                path: "/job/instances/b".into(),
+                watch: false
+            }
+        );
+        out.clear();
+        let stat = alive.then(Default::default);
+        let result = Ok(Response::Exists(stat));
+        machine.handle(Input::Reply { id, result }, &mut out);
+        (machine, out)
+    }
+
+    #[test]
+    fn a_failover_that_finds_the_crashed_instance_ran_this_cycle_leaves_the_item_for_the_next() {
+        let (mut machine, out) = failover_finds_claimed_by_b(false);
+        assert_eq!(
+            job_op(&out).1,
+            Request::Create {
+                path: "/job/leader/failover/items/0".into(),
+                data: Vec::new(),
+                mode: CreateMode::Persistent,
+            },
+            "marked again, for an instance that has fired cycle 2"
+        );
+        assert!(!machine.takes_over("0"), "not by a in cycle 1");
+        let mut out = Vec::new();
+        machine.handle(Input::Request(JobRequest::Trigger { cycle: 2 }), &mut out);
+        assert!(machine.takes_over("0"), "by a in cycle 2");
+    }
+
+    #[test]
+    fn a_failover_that_finds_the_item_run_by_a_live_instance_is_done() {
+        let (machine, out) = failover_finds_claimed_by_b(true);
+        assert_eq!(
+            job_op(&out).1,
+            Request::Delete {
+                path: "/job/sharding/0/failover".into(),
+                version: -1
+            }
+        );
+        assert!(machine.takes_over("0"));
     }
 }
