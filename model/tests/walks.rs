@@ -196,7 +196,7 @@ fn the_correct_job_survives_walks_with_three_instances_under_the_standard_budget
     let verdict = correct_job_walks(1_000);
     assert_eq!(
         (verdict.steps, verdict.unique_states),
-        (215_074, 197_615),
+        (215_198, 197_741),
         "the walks drifted"
     );
 }
@@ -209,7 +209,7 @@ fn twenty_thousand_walks_of_the_correct_job_with_three_instances() {
     let verdict = correct_job_walks(20_000);
     assert_eq!(
         (verdict.steps, verdict.unique_states),
-        (4_249_191, 3_590_231),
+        (4_251_082, 3_592_108),
         "the walks drifted"
     );
 }
@@ -298,7 +298,7 @@ fn walks_show_the_shard_lost_when_the_leader_shards_again_after_others_ran_the_c
     assert_eq!(violation.property, "no shard lost");
     assert_eq!(
         (violation.walk, violation.found_steps),
-        (425, 327),
+        (425, 323),
         "the walk that finds it drifted"
     );
     let correct = model(

@@ -41,12 +41,13 @@
 //! - **Failover** (`failoverIfNecessary`): if items are marked, take the lock
 //!   `leader/failover/latch` (a latch used as a lock, like the election), and under it take the
 //!   first marked item: write the ephemeral `sharding/<item>/failover` with this instance's id,
-//!   unmark the item, run it for the current cycle, delete the failover node. The correct
+//!   unmark the item, run it for the current cycle, delete the failover node. (Ours unmarks it
+//!   once it ran: see the next point.) The correct
 //!   recipe repeats until no item is marked, then releases the lock.
 //! - **A crash after a cycle** (not in Elastic-Job): an instance that crashes after it ran a
 //!   cycle cuts short the next one, which a survivor still in that cycle has not fired. Such
 //!   a taker finds the item claimed for its own cycle by the crashed instance (no longer
-//!   registered): it marks the item again and leaves it, until its own next trigger, to an
+//!   registered): it leaves the mark, and the item until its own next trigger, to an
 //!   instance that has fired the next cycle. (Elastic-Job runs it for the taker's cycle, and
 //!   with our claims that run was skipped: with two crashes and four instances, random walks
 //!   showed the next cycle's run lost.) A claim by a live instance means the item ran: the
@@ -580,14 +581,28 @@ impl JobMachine {
     /// The continuation after running (or skipping) `item` via `via`.
     fn after_item(&mut self, item: u32, via: Via) {
         if via == Via::Failover {
-            let next = match self.variant {
-                JobVariant::OneItemPerIdle => Task::ReleaseClaimLock,
-                JobVariant::Correct
-                | JobVariant::NoCycleClaim
-                | JobVariant::TrustOwners
-                | JobVariant::UncoveredReshard => Task::ClaimNext,
-            };
-            self.then([Task::CompleteFailover(item), next]);
+            self.end_failover(item, true);
+        }
+    }
+
+    /// The continuation after a failover of `item`: unmark it (unless it is left for a later
+    /// cycle), delete our failover node, and take the next marked item. The mark goes only
+    /// now, once the item ran or is known to have run: unmarked while its claim was read, it
+    /// could be missed by another instance's failover check between an unmark and a mark
+    /// made again.
+    fn end_failover(&mut self, item: u32, unmark: bool) {
+        let next = match self.variant {
+            JobVariant::OneItemPerIdle => Task::ReleaseClaimLock,
+            JobVariant::Correct
+            | JobVariant::NoCycleClaim
+            | JobVariant::TrustOwners
+            | JobVariant::UncoveredReshard => Task::ClaimNext,
+        };
+        let done = [Task::CompleteFailover(item), next];
+        if unmark {
+            self.then(std::iter::once(Task::Unmark(item)).chain(done));
+        } else {
+            self.then(done);
         }
     }
 
@@ -827,11 +842,10 @@ impl JobMachine {
             }
             (Task::CheckClaimerAlive { item, .. }, Ok(Response::Exists(None))) => {
                 // The crashed instance ran the item in our cycle (or a later one): the run
-                // its crash cut short is of a cycle we have not fired. Mark the item again
-                // for an instance that has, and leave it alone until our next cycle.
+                // its crash cut short is of a cycle we have not fired. Leave the mark for an
+                // instance that has, and the item alone until our next cycle.
                 self.deferred.insert(item, self.cycle);
-                self.after_item(item, Via::Failover);
-                self.then([Task::Mark(item)]);
+                self.end_failover(item, false);
             }
             (
                 Task::Claim {
@@ -887,8 +901,6 @@ impl JobMachine {
                 if let Some(done) = self.run_item(item, cycle, Via::Failover, created.stat.czxid) {
                     report(out, done);
                 }
-                // Unmark first, so that the next claim does not see this item again.
-                self.then([Task::Unmark(item)]);
             }
             (Task::TakeFailover(item), Err(ZkError::NodeExists)) => {
                 self.then([Task::CheckFailoverOwner(item)]);
@@ -904,7 +916,6 @@ impl JobMachine {
                     if let Some(done) = self.run_item(item, cycle, Via::Failover, stat.czxid) {
                         report(out, done);
                     }
-                    self.then([Task::Unmark(item)]);
                 } else {
                     // Another instance is running it.
                     self.then([Task::Unmark(item), Task::ClaimNext]);
@@ -1548,12 +1559,11 @@ mod tests {
         let (mut machine, out) = failover_finds_claimed_by_b(false);
         assert_eq!(
             job_op(&out).1,
-            Request::Create {
-                path: "/job/leader/failover/items/0".into(),
-                data: Vec::new(),
-                mode: CreateMode::Persistent,
+            Request::Delete {
+                path: "/job/sharding/0/failover".into(),
+                version: -1
             },
-            "marked again, for an instance that has fired cycle 2"
+            "the mark stays, for an instance that has fired cycle 2"
         );
         assert!(!machine.takes_over("0"), "not by a in cycle 1");
         let mut out = Vec::new();
@@ -1567,9 +1577,10 @@ mod tests {
         assert_eq!(
             job_op(&out).1,
             Request::Delete {
-                path: "/job/sharding/0/failover".into(),
+                path: "/job/leader/failover/items/0".into(),
                 version: -1
-            }
+            },
+            "unmarked"
         );
         assert!(machine.takes_over("0"));
     }
