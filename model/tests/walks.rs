@@ -16,6 +16,15 @@ use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
 use zkh_recipes::master::MasterVariant;
 
+/// Walks `model` from seed 0, `walks` walks of at most `max_depth` steps: every walk runs and
+/// none finds a violation.
+fn survives<W: Workload>(model: &RecipeModel<W>, walks: u64, max_depth: usize) -> WalkVerdict {
+    let verdict = walk(model, limits(walks, max_depth));
+    assert_eq!(verdict.violation, None);
+    assert_eq!(verdict.walks, walks);
+    verdict
+}
+
 /// `workload` run by `clients` clients within `faults`, acting as `acting` says.
 fn model<W: Workload>(workload: W, clients: usize, faults: &str, acting: Acting) -> RecipeModel<W> {
     RecipeModel {
@@ -221,9 +230,7 @@ fn correct_job_walks(walks: u64) -> WalkVerdict {
         "drop-reply=1,expire=1",
         Acting::CaughtUp,
     );
-    let verdict = walk(&correct, limits(walks, 300));
-    assert_eq!(verdict.violation, None);
-    assert_eq!(verdict.walks, walks);
+    let verdict = survives(&correct, walks, 300);
     assert!(
         verdict.unreached.is_empty(),
         "never reached: {:?}",
@@ -307,12 +314,7 @@ fn walks_show_the_shard_lost_when_the_leader_shards_again_after_others_ran_the_c
         "crash=1",
         Acting::CaughtUp,
     );
-    let verdict = walk(&correct, limits(1_000, 600));
-    assert_eq!(
-        verdict.violation, None,
-        "the correct job runs the moved item"
-    );
-    assert_eq!(verdict.walks, 1_000);
+    survives(&correct, 1_000, 600);
 }
 
 /// Three instances over three cycles with a crash and a lost reply, four instances with a
@@ -331,27 +333,21 @@ fn no_shard_is_lost_with_three_or_four_instances_and_a_crash() {
         "crash=1,drop-reply=1",
         Acting::CaughtUp,
     );
-    let verdict = walk(&three, limits(20_000, 800));
-    assert_eq!(verdict.violation, None);
-    assert_eq!(verdict.walks, 20_000);
+    survives(&three, 20_000, 800);
     let four = model(
         job(JobVariant::Correct, 4, 2),
         4,
         "crash=1,drop-reply=1",
         Acting::CaughtUp,
     );
-    let verdict = walk(&four, limits(10_000, 900));
-    assert_eq!(verdict.violation, None);
-    assert_eq!(verdict.walks, 10_000);
+    survives(&four, 10_000, 900);
     let two_crashes = model(
         job(JobVariant::Correct, 3, 2),
         4,
         "crash=2",
         Acting::CaughtUp,
     );
-    let verdict = walk(&two_crashes, limits(5_000, 900));
-    assert_eq!(verdict.violation, None);
-    assert_eq!(verdict.walks, 5_000);
+    survives(&two_crashes, 5_000, 900);
 }
 
 /// Three cycles, a lost reply and an expiry, two instances. Before a later cycle waited for
@@ -368,7 +364,5 @@ fn no_cycle_is_skipped_when_the_sharding_retries_over_three_cycles() {
         "drop-reply=1,expire=1",
         Acting::CaughtUp,
     );
-    let verdict = walk(&correct, limits(25_000, 800));
-    assert_eq!(verdict.violation, None);
-    assert_eq!(verdict.walks, 25_000);
+    survives(&correct, 25_000, 800);
 }

@@ -294,10 +294,10 @@ pub struct JobMachine {
     /// The failover lock, while it is wanted or held.
     claim_lock: Option<LatchMachine>,
     claim_round: u64,
-    /// Marked items this instance found run, by the instance that crashed, in its own cycle
-    /// or a later one, and left for an instance that has fired the next: item, and this
-    /// instance's cycle then (it takes them again once a newer trigger comes).
-    deferred: BTreeMap<u32, u64>,
+    /// Marked items this instance found run, by the instance that crashed, in its current
+    /// cycle or a later one, and left for an instance that has fired the next (emptied when a
+    /// newer trigger comes: it takes them again then).
+    deferred: BTreeSet<u32>,
 }
 
 impl JobMachine {
@@ -324,7 +324,7 @@ impl JobMachine {
             executed: BTreeMap::new(),
             claim_lock: None,
             claim_round: 0,
-            deferred: BTreeMap::new(),
+            deferred: BTreeSet::new(),
         }
     }
 
@@ -503,7 +503,7 @@ impl JobMachine {
     /// for a later cycle in its current one.
     fn takes_over(&self, name: &str) -> bool {
         let item = name.parse::<u32>().ok();
-        item.is_none_or(|item| self.deferred.get(&item) != Some(&self.cycle))
+        item.is_none_or(|item| !self.deferred.contains(&item))
     }
 
     /// Puts `tasks` at the front of the queue, in order.
@@ -844,7 +844,7 @@ impl JobMachine {
                 // The crashed instance ran the item in our cycle (or a later one): the run
                 // its crash cut short is of a cycle we have not fired. Leave the mark for an
                 // instance that has, and the item alone until our next cycle.
-                self.deferred.insert(item, self.cycle);
+                self.deferred.insert(item);
                 self.end_failover(item, false);
             }
             (

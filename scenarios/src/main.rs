@@ -258,26 +258,24 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             _ if !verdict.complete => serde_json::json!("incomplete"),
             _ => serde_json::json!("pass"),
         };
-        let report = serde_json::json!({
-            "recipe": recipe.name,
-            "variant": recipe.variant,
-            "clients": recipe.clients,
-            "faults": recipe.faults,
-            "acting": recipe.acting,
-            "states": verdict.states,
-            "unique_states": verdict.unique_states,
-            "max_depth": verdict.max_depth,
-            "search": verdict.search.name(),
-            "symmetry": verdict.symmetry,
-            "seconds": seconds,
-            "states_per_sec": per_second.round(),
-            "sometimes_unreached": verdict.unreached,
-            "gave_up": verdict.gave_up.map(|limit| match limit {
-                GaveUp::States(_) => "max-states",
-                GaveUp::Depth(_) => "max-depth",
+        let report = json_report(
+            recipe,
+            serde_json::json!({
+                "states": verdict.states,
+                "unique_states": verdict.unique_states,
+                "max_depth": verdict.max_depth,
+                "search": verdict.search.name(),
+                "symmetry": verdict.symmetry,
+                "seconds": seconds,
+                "states_per_sec": per_second.round(),
+                "sometimes_unreached": verdict.unreached,
+                "gave_up": verdict.gave_up.map(|limit| match limit {
+                    GaveUp::States(_) => "max-states",
+                    GaveUp::Depth(_) => "max-depth",
+                }),
+                "result": result,
             }),
-            "result": result,
-        });
+        );
         println!("{report}");
     } else {
         print_banner(recipe);
@@ -336,6 +334,24 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
 }
 
 /// The first line of a report: what was checked.
+/// One JSON report of a check or of walks: what was checked (`recipe`), and `fields`, an
+/// object, which it adds.
+fn json_report(recipe: &Recipe, fields: serde_json::Value) -> serde_json::Value {
+    let mut report = serde_json::json!({
+        "recipe": recipe.name,
+        "variant": recipe.variant,
+        "clients": recipe.clients,
+        "faults": recipe.faults,
+        "acting": recipe.acting,
+    });
+    let (Some(report_fields), serde_json::Value::Object(fields)) = (report.as_object_mut(), fields)
+    else {
+        unreachable!("a report and its fields are JSON objects");
+    };
+    report_fields.extend(fields);
+    report
+}
+
 fn print_banner(recipe: &Recipe) {
     println!(
         "{} ({}), {} clients, faults {}, acting {}",
@@ -483,28 +499,26 @@ fn run_walks<W: Workload>(
             }),
             _ => serde_json::json!("no-violation-found"),
         };
-        let report = serde_json::json!({
-            "recipe": recipe.name,
-            "variant": recipe.variant,
-            "clients": recipe.clients,
-            "faults": recipe.faults,
-            "acting": recipe.acting,
-            "search": "random-walks",
-            "seed": args.seed,
-            "walks": verdict.walks,
-            "states": verdict.steps,
-            "unique_states": verdict.unique_states,
-            "max_depth": verdict.max_depth,
-            "cut_off": verdict.cut_off,
-            "looped": verdict.looped,
-            "faulted_walks": verdict.faulted,
-            "seconds": seconds,
-            "states_per_sec": (verdict.steps as f64 / seconds.max(1e-9)).round(),
-            "sometimes_unreached": verdict.unreached,
-            "trace_hash": format!("{:016x}", verdict.trace_hash),
-            "repeat": repeat,
-            "result": result,
-        });
+        let report = json_report(
+            recipe,
+            serde_json::json!({
+                "search": "random-walks",
+                "seed": args.seed,
+                "walks": verdict.walks,
+                "states": verdict.steps,
+                "unique_states": verdict.unique_states,
+                "max_depth": verdict.max_depth,
+                "cut_off": verdict.cut_off,
+                "looped": verdict.looped,
+                "faulted_walks": verdict.faulted,
+                "seconds": seconds,
+                "states_per_sec": (verdict.steps as f64 / seconds.max(1e-9)).round(),
+                "sometimes_unreached": verdict.unreached,
+                "trace_hash": format!("{:016x}", verdict.trace_hash),
+                "repeat": repeat,
+                "result": result,
+            }),
+        );
         println!("{report}");
     } else {
         print_banner(recipe);
