@@ -45,6 +45,17 @@ fn job(variant: JobVariant, items: u32, cycles: u64) -> JobWorkload {
     }
 }
 
+/// The correct sharded job with `clients` instances over `items` items and `cycles` cycles,
+/// under `faults`, each cycle fired once the instance is caught up.
+fn correct_job(clients: usize, items: u32, cycles: u64, faults: &str) -> RecipeModel<JobWorkload> {
+    model(
+        job(JobVariant::Correct, items, cycles),
+        clients,
+        faults,
+        Acting::CaughtUp,
+    )
+}
+
 fn limits(walks: u64, max_depth: usize) -> WalkLimits {
     WalkLimits {
         walks,
@@ -205,7 +216,7 @@ fn the_correct_job_survives_walks_with_three_instances_under_the_standard_budget
     let verdict = correct_job_walks(1_000);
     assert_eq!(
         (verdict.steps, verdict.unique_states),
-        (215_198, 197_741),
+        (215_594, 198_137),
         "the walks drifted"
     );
 }
@@ -218,18 +229,13 @@ fn twenty_thousand_walks_of_the_correct_job_with_three_instances() {
     let verdict = correct_job_walks(20_000);
     assert_eq!(
         (verdict.steps, verdict.unique_states),
-        (4_251_082, 3_592_108),
+        (4_258_743, 3_599_714),
         "the walks drifted"
     );
 }
 
 fn correct_job_walks(walks: u64) -> WalkVerdict {
-    let correct = model(
-        job(JobVariant::Correct, 2, 1),
-        3,
-        "drop-reply=1,expire=1",
-        Acting::CaughtUp,
-    );
+    let correct = correct_job(3, 2, 1, "drop-reply=1,expire=1");
     let verdict = survives(&correct, walks, 300);
     assert!(
         verdict.unreached.is_empty(),
@@ -305,15 +311,10 @@ fn walks_show_the_shard_lost_when_the_leader_shards_again_after_others_ran_the_c
     assert_eq!(violation.property, "no shard lost");
     assert_eq!(
         (violation.walk, violation.found_steps),
-        (425, 323),
+        (425, 325),
         "the walk that finds it drifted"
     );
-    let correct = model(
-        job(JobVariant::Correct, 2, 2),
-        3,
-        "crash=1",
-        Acting::CaughtUp,
-    );
+    let correct = correct_job(3, 2, 2, "crash=1");
     survives(&correct, 1_000, 600);
 }
 
@@ -327,27 +328,30 @@ fn walks_show_the_shard_lost_when_the_leader_shards_again_after_others_ran_the_c
 #[test]
 #[ignore = "about 25 s in release; scripts/test-all runs it"]
 fn no_shard_is_lost_with_three_or_four_instances_and_a_crash() {
-    let three = model(
-        job(JobVariant::Correct, 2, 3),
-        3,
-        "crash=1,drop-reply=1",
-        Acting::CaughtUp,
-    );
+    let three = correct_job(3, 2, 3, "crash=1,drop-reply=1");
     survives(&three, 20_000, 800);
-    let four = model(
-        job(JobVariant::Correct, 4, 2),
-        4,
-        "crash=1,drop-reply=1",
-        Acting::CaughtUp,
-    );
+    let four = correct_job(4, 4, 2, "crash=1,drop-reply=1");
     survives(&four, 10_000, 900);
-    let two_crashes = model(
-        job(JobVariant::Correct, 3, 2),
-        4,
-        "crash=2",
-        Acting::CaughtUp,
-    );
+    let two_crashes = correct_job(4, 3, 2, "crash=2");
     survives(&two_crashes, 5_000, 900);
+}
+
+/// Three instances over three and four cycles with a crash, where an instance fires a cycle
+/// after the leader ran it while `necessary` is raised, and blocks on a sharding that only the
+/// leader's next trigger writes. The model's cron used to hold that trigger (a loop nobody
+/// judged); let go, walk 355 of seed 0 lost the blocked instance's own item, which the new
+/// sharding gave the leader for the newer cycle only. The correct job now runs, before it
+/// waits, the items the standing sharding gives it. Running them after the wait lost one at
+/// walk 761 (the leader had claimed it for its newer cycle); and a failover a cycle behind
+/// that found the item run in its cycle by a live instance, and unmarked it though its owner
+/// was dead, lost the next cycle's run at walk 8703. About 15 s in release.
+#[test]
+#[ignore = "about 15 s in release; scripts/test-all runs it"]
+fn no_shard_is_lost_past_a_cycle_blocked_on_the_sharding() {
+    let three_cycles = correct_job(3, 2, 3, "crash=1");
+    survives(&three_cycles, 20_000, 1_000);
+    let four_cycles = correct_job(3, 2, 4, "crash=1");
+    survives(&four_cycles, 10_000, 1_000);
 }
 
 /// Three cycles, a lost reply and an expiry, two instances. Before a later cycle waited for
@@ -358,11 +362,6 @@ fn no_shard_is_lost_with_three_or_four_instances_and_a_crash() {
 #[test]
 #[ignore = "about 9 s in release; scripts/test-all runs it"]
 fn no_cycle_is_skipped_when_the_sharding_retries_over_three_cycles() {
-    let correct = model(
-        job(JobVariant::Correct, 2, 3),
-        2,
-        "drop-reply=1,expire=1",
-        Acting::CaughtUp,
-    );
+    let correct = correct_job(2, 2, 3, "drop-reply=1,expire=1");
     survives(&correct, 25_000, 800);
 }

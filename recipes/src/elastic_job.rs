@@ -46,12 +46,23 @@
 //!   recipe repeats until no item is marked, then releases the lock.
 //! - **A crash after a cycle** (not in Elastic-Job): an instance that crashes after it ran a
 //!   cycle cuts short the next one, which a survivor still in that cycle has not fired. Such
-//!   a taker finds the item claimed for its own cycle by the crashed instance (no longer
-//!   registered): it leaves the mark, and the item until its own next trigger, to an
-//!   instance that has fired the next cycle. (Elastic-Job runs it for the taker's cycle, and
-//!   with our claims that run was skipped: with two crashes and four instances, random walks
-//!   showed the next cycle's run lost.) A claim by a live instance means the item ran: the
-//!   mark is done.
+//!   a taker finds the item claimed for its own cycle already (by the crashed instance, or by
+//!   whoever ran it before the crashed instance came to own it). It then reads whose the item
+//!   is now: if a live instance owns it, that owner runs it from here on and the mark is done;
+//!   if the owner is dead (or the leader is resetting it), the taker leaves the mark, and the
+//!   item until its own next trigger, to an instance that has fired the next cycle.
+//!   (Elastic-Job runs it for the taker's cycle, and with our claims that run was skipped:
+//!   random walks showed the next cycle's run lost, with four instances and two crashes, and
+//!   with three instances over three cycles when the claim was a live instance's.)
+//! - **A cycle blocked on the sharding** (not in Elastic-Job): an instance whose cycle finds
+//!   `necessary` raised after the leader ran that cycle waits for a sharding that the leader
+//!   writes only at its next trigger, and that sharding may give this instance's items to
+//!   instances that have run the cycle. So, before it waits, it runs (under claims) the items
+//!   the standing sharding gives it; after the wait it runs what the new sharding gives it,
+//!   and the claims keep each item to one run. (Running the standing items after the wait is
+//!   too late: the leader may have claimed them for its newer cycle by then, and a claim
+//!   holds only the newest cycle.) An instance that has not yet ended a cycle only waits: at
+//!   its first cycle it waits for the sharding that takes it in.
 //!
 //! Execution is instantaneous here: a run is the [`JobReport::Executed`] report, which the host
 //! records with its token (the zxid of the claim).
@@ -188,6 +199,9 @@ enum Task {
     ListInstances(u64),
     /// Whose was `item` before this sharding? (asked only of items it gives another instance)
     ReadOldOwner(u32),
+    /// Is `item` ours by the sharding that stands while the leader is to write a new one? (if
+    /// so, run it for the cycle before waiting for the new one)
+    ReadStanding(u64, u32),
     ResetItem(u32),
     /// Write the owners for the cycle, and the items the new sharding moved from one instance
     /// to another (filled in by [`Task::ReadOldOwner`]), which this leader then runs itself.
@@ -221,11 +235,13 @@ enum Task {
     TakeFailover(u32),
     CheckFailoverOwner(u32),
     Unmark(u32),
-    /// A failover found `item` claimed for its cycle, or a later one, by `claimer`: is
-    /// `claimer` still registered?
-    CheckClaimerAlive {
+    /// A failover found `item` claimed for its cycle, or a later one, by another instance:
+    /// whose is it now? (the mark is done once a live instance owns it)
+    ReadCurrentOwner(u32),
+    /// Is `owner`, which the sharding names for the marked `item`, still registered?
+    CheckCurrentOwnerAlive {
         item: u32,
-        claimer: String,
+        owner: String,
     },
     CompleteFailover(u32),
     /// No operation: release the failover lock.
@@ -298,6 +314,11 @@ pub struct JobMachine {
     /// cycle or a later one, and left for an instance that has fired the next (emptied when a
     /// newer trigger comes: it takes them again then).
     deferred: BTreeSet<u32>,
+    /// This cycle found the sharding necessary and ran the items the standing sharding gives
+    /// this instance, before it waits for the new sharding.
+    ran_standing: bool,
+    /// This instance has run a cycle to its end: it may own items of a standing sharding.
+    ended_a_cycle: bool,
 }
 
 impl JobMachine {
@@ -325,6 +346,8 @@ impl JobMachine {
             claim_lock: None,
             claim_round: 0,
             deferred: BTreeSet::new(),
+            ran_standing: false,
+            ended_a_cycle: false,
         }
     }
 
@@ -348,6 +371,16 @@ impl JobMachine {
     /// blocked on the sharding included).
     pub fn in_cycle(&self) -> bool {
         self.in_cycle
+    }
+
+    /// Whether this instance's cycle is blocked on the sharding: it polls
+    /// `leader/sharding/necessary`, waiting for the leader's next sharding, which in
+    /// Elastic-Job the leader writes only when its own trigger finds the flag raised.
+    pub fn blocked_on_sharding(&self) -> bool {
+        let lane = &self.lanes[CYCLE];
+        self.in_cycle
+            && lane.waiting.is_some()
+            && matches!(lane.queue.front(), Some(Task::CheckNecessary(_)))
     }
 
     /// Whether this instance believes it leads the job.
@@ -389,7 +422,7 @@ impl JobMachine {
                 path: self.paths.instances(),
                 watch: false,
             },
-            Task::ReadOldOwner(item) => read(self.paths.owner(*item)),
+            Task::ReadOldOwner(item) | Task::ReadStanding(_, item) => read(self.paths.owner(*item)),
             Task::ResetItem(item) => delete(self.paths.owner(*item)),
             Task::WriteSharding(_, owners, _) => {
                 let mut ops: Vec<Op> = owners
@@ -444,8 +477,9 @@ impl JobMachine {
             },
             Task::CheckFailoverOwner(item) => read(self.paths.failover_owner(*item)),
             Task::Unmark(item) => delete(self.paths.failover_item(*item)),
-            Task::CheckClaimerAlive { claimer, .. } => Request::Exists {
-                path: self.paths.instance(claimer),
+            Task::ReadCurrentOwner(item) => read(self.paths.owner(*item)),
+            Task::CheckCurrentOwnerAlive { owner, .. } => Request::Exists {
+                path: self.paths.instance(owner),
                 watch: false,
             },
             Task::CompleteFailover(item) => delete(self.paths.failover_owner(*item)),
@@ -496,6 +530,16 @@ impl JobMachine {
         let new = owners[item as usize].as_deref().map(str::as_bytes);
         if new != Some(old) && new != Some(me) {
             moved.push(item);
+        }
+    }
+
+    /// Whether a cycle that finds the sharding necessary runs the standing sharding's items
+    /// before it waits for the new one: not in the variants that run items without a claim
+    /// (it would run them twice) or leave a resharding's moved items uncovered.
+    fn runs_standing(&self) -> bool {
+        match self.variant {
+            JobVariant::Correct | JobVariant::OneItemPerIdle | JobVariant::TrustOwners => true,
+            JobVariant::NoCycleClaim | JobVariant::UncoveredReshard => false,
         }
     }
 
@@ -554,6 +598,7 @@ impl JobMachine {
     fn start_cycle(&mut self) {
         self.in_cycle = true;
         self.misfired = false;
+        self.ran_standing = false;
         let cycle = self.cycle;
         self.lanes[CYCLE]
             .queue
@@ -562,6 +607,7 @@ impl JobMachine {
 
     fn end_cycle(&mut self) {
         self.in_cycle = false;
+        self.ended_a_cycle = true;
         self.fail_over_after_queued_work();
         if self.misfired {
             self.start_cycle();
@@ -604,6 +650,14 @@ impl JobMachine {
         } else {
             self.then(done);
         }
+    }
+
+    /// A failover found `item` run in its cycle, and its owner dead (or being replaced): the
+    /// run the crash cut short is of a later cycle, which this instance has not fired. Leave
+    /// the mark for an instance that has, and the item alone until this one's next trigger.
+    fn leave_for_a_later_cycle(&mut self, item: u32) {
+        self.deferred.insert(item);
+        self.end_failover(item, false);
     }
 
     /// Runs `item` for `cycle`, claiming it first unless the variant skips the claim.
@@ -722,6 +776,13 @@ impl JobMachine {
             (Task::CheckNecessary(cycle), Ok(Response::Exists(Some(_)))) => {
                 if self.leader {
                     self.then([Task::ListInstances(cycle)]);
+                } else if !self.ran_standing && self.ended_a_cycle && self.runs_standing() {
+                    // The leader's new sharding may come only with its next cycle, and move
+                    // this instance's items to instances that have run this one: run them now,
+                    // by the standing sharding, then wait for the new one.
+                    self.ran_standing = true;
+                    let reads = (0..self.items).map(|item| Task::ReadStanding(cycle, item));
+                    self.then(reads.chain([Task::CheckNecessary(cycle)]));
                 } else {
                     self.wait_and_retry(Task::CheckNecessary(cycle), out);
                 }
@@ -749,7 +810,13 @@ impl JobMachine {
                 self.wait_and_retry(Task::CheckNecessary(cycle), out);
             }
             (Task::ReadOldOwner(item), Ok(Response::Data(old, _))) => self.note_moved(item, &old),
-            (Task::ReadOldOwner(_), Err(ZkError::NoNode)) => {}
+            (Task::ReadOldOwner(_) | Task::ReadStanding(..), Err(ZkError::NoNode)) => {}
+            (Task::ReadStanding(cycle, item), Ok(Response::Data(owner, stat))) => {
+                if owner == self.instance.as_bytes() {
+                    let done = self.run_item(item, cycle, Via::Sharding, stat.czxid);
+                    assert!(done.is_none(), "a standing item runs only under a claim");
+                }
+            }
             (Task::ResetItem(_), Ok(_) | Err(ZkError::NoNode)) => {}
             // Written; or written already (this write, whose reply was lost), or by a concurrent
             // sharding, or the flag went: CheckNecessary (queued next) decides what to read.
@@ -821,11 +888,10 @@ impl JobMachine {
                         version,
                     }]);
                 } else if via == Via::Failover && claim.instance != self.instance {
-                    // Claimed for this cycle or a later one by another instance: done, unless
-                    // that instance is the one that crashed, and the run its crash cut short
-                    // is of a later cycle than ours.
-                    let claimer = claim.instance;
-                    self.then([Task::CheckClaimerAlive { item, claimer }]);
+                    // Claimed for this cycle or a later one by another instance: our cycle's
+                    // run is done, but the crashed instance may own the item in a later cycle
+                    // than ours. The mark is done if a live instance owns the item now.
+                    self.then([Task::ReadCurrentOwner(item)]);
                 } else {
                     // Claimed already: by us (a lost reply) and not yet run, or by another.
                     self.after_item(item, via);
@@ -837,15 +903,21 @@ impl JobMachine {
                 }
             }
             (Task::ReadClaim { item, via, .. }, Err(ZkError::NoNode)) => self.after_item(item, via),
-            (Task::CheckClaimerAlive { item, .. }, Ok(Response::Exists(Some(_)))) => {
+            (Task::ReadCurrentOwner(item), Ok(Response::Data(owner, _))) => {
+                match String::from_utf8(owner) {
+                    Ok(owner) => self.then([Task::CheckCurrentOwnerAlive { item, owner }]),
+                    Err(_) => self.leave_for_a_later_cycle(item),
+                }
+            }
+            (Task::ReadCurrentOwner(item), Err(ZkError::NoNode)) => {
+                self.leave_for_a_later_cycle(item);
+            }
+            (Task::CheckCurrentOwnerAlive { item, .. }, Ok(Response::Exists(Some(_)))) => {
+                // A live owner runs it from here on.
                 self.after_item(item, Via::Failover);
             }
-            (Task::CheckClaimerAlive { item, .. }, Ok(Response::Exists(None))) => {
-                // The crashed instance ran the item in our cycle (or a later one): the run
-                // its crash cut short is of a cycle we have not fired. Leave the mark for an
-                // instance that has, and the item alone until our next cycle.
-                self.deferred.insert(item);
-                self.end_failover(item, false);
+            (Task::CheckCurrentOwnerAlive { item, .. }, Ok(Response::Exists(None))) => {
+                self.leave_for_a_later_cycle(item);
             }
             (
                 Task::Claim {
@@ -1023,6 +1095,7 @@ impl JobMachine {
                 self.misfired = false;
                 self.claim_lock = None;
                 self.deferred.clear();
+                self.ran_standing = false;
                 self.started &= event == SessionEvent::Expired;
             }
         }
@@ -1478,6 +1551,95 @@ mod tests {
         );
     }
 
+    /// A machine in cycle `cycle` that is about to ask whether the sharding is necessary, and
+    /// has run a cycle before unless this is its first.
+    fn about_to_check_necessary(cycle: u64) -> (JobMachine, Vec<Command<JobReport>>) {
+        let mut machine = JobMachine::new(JobVariant::Correct, "/job", "a", "u", 2);
+        machine.session = Some(SessionId(7));
+        machine.started = true;
+        machine.cycle = cycle;
+        machine.in_cycle = true;
+        machine.ended_a_cycle = cycle > 1;
+        machine.lanes[CYCLE]
+            .queue
+            .push_back(Task::CheckNecessary(cycle));
+        let mut out = Vec::new();
+        machine.pump(&mut out);
+        (machine, out)
+    }
+
+    /// Feeds `result` as the reply to the job operation in `out`; returns what follows.
+    fn reply(
+        machine: &mut JobMachine,
+        out: &[Command<JobReport>],
+        result: Result<Response, ZkError>,
+    ) -> Vec<Command<JobReport>> {
+        let (id, _) = job_op(out);
+        let mut next = Vec::new();
+        machine.handle(Input::Reply { id, result }, &mut next);
+        next
+    }
+
+    fn data(bytes: &[u8]) -> Result<Response, ZkError> {
+        Ok(Response::Data(bytes.to_vec(), Default::default()))
+    }
+
+    #[test]
+    fn a_cycle_blocked_on_the_sharding_first_runs_the_items_the_standing_one_gives_it() {
+        // The leader may shard again only with its next cycle, after the others ran this one,
+        // and give our item to one of them: we run it now, by the standing sharding.
+        let (mut machine, out) = about_to_check_necessary(2);
+        let raised = Ok(Response::Exists(Some(Default::default())));
+        let out = reply(&mut machine, &out, raised.clone());
+        let owner = |item: u32| Request::GetData {
+            path: format!("/job/sharding/{item}/instance"),
+            watch: false,
+        };
+        assert_eq!(job_op(&out).1, owner(0));
+        assert!(!machine.blocked_on_sharding(), "it reads before it waits");
+        let out = reply(&mut machine, &out, data(b"a"));
+        assert!(
+            matches!(job_op(&out).1, Request::GetData { ref path, .. } if path == "/job/sharding/0")
+        );
+        let out = reply(&mut machine, &out, data(b"1 b"));
+        assert!(matches!(job_op(&out).1, Request::SetData { .. }), "a claim");
+        let out = reply(
+            &mut machine,
+            &out,
+            Ok(Response::SetData(Default::default())),
+        );
+        let ran = out.iter().any(|command| {
+            matches!(
+                command,
+                Command::Report(JobReport::Executed {
+                    item: 0,
+                    cycle: 2,
+                    failover: false,
+                    ..
+                })
+            )
+        });
+        assert!(ran, "item 0 runs for cycle 2: {out:?}");
+        assert_eq!(job_op(&out).1, owner(1));
+        let out = reply(&mut machine, &out, data(b"b"));
+        assert!(
+            matches!(job_op(&out).1, Request::Exists { .. }),
+            "then it asks again"
+        );
+        let out = reply(&mut machine, &out, raised);
+        assert!(ops(&out).is_empty(), "and waits: {out:?}");
+        assert!(machine.blocked_on_sharding());
+    }
+
+    #[test]
+    fn a_first_cycle_blocked_on_the_sharding_only_waits() {
+        let (mut machine, out) = about_to_check_necessary(1);
+        let raised = Ok(Response::Exists(Some(Default::default())));
+        let out = reply(&mut machine, &out, raised);
+        assert!(ops(&out).is_empty(), "it waits: {out:?}");
+        assert!(machine.blocked_on_sharding());
+    }
+
     #[test]
     fn a_cycle_that_finds_an_owner_missing_waits_for_the_sharding_and_reads_again() {
         let mut machine = JobMachine::new(JobVariant::Correct, "/job", "a", "u", 2);
@@ -1517,9 +1679,13 @@ mod tests {
         assert!(machine.in_cycle());
     }
 
-    /// A failover of item 0 by `a` at cycle 1 finds the item claimed for cycle 1 by `b`;
-    /// returns `a` and what it does once it has asked whether `b` is registered (`alive`).
-    fn failover_finds_claimed_by_b(alive: bool) -> (JobMachine, Vec<Command<JobReport>>) {
+    /// A failover of item 0 by `a` at cycle 1 finds the item claimed for cycle 1 by
+    /// `claimer`, and the sharding naming `b` its owner; returns `a` and what it does once it
+    /// has asked whether `b` is registered (`alive`).
+    fn failover_finds_claimed_by(
+        claimer: &str,
+        alive: bool,
+    ) -> (JobMachine, Vec<Command<JobReport>>) {
         let mut machine = JobMachine::new(JobVariant::Correct, "/job", "a", "u", 1);
         machine.session = Some(SessionId(7));
         machine.started = true;
@@ -1533,12 +1699,23 @@ mod tests {
         machine.pump(&mut out);
         let (id, _) = job_op(&out);
         out.clear();
-        let by_b = Claim {
+        let claim = Claim {
             cycle: 1,
-            instance: "b".into(),
+            instance: claimer.into(),
         };
-        let data = Ok(Response::Data(by_b.encode(), Default::default()));
+        let data = Ok(Response::Data(claim.encode(), Default::default()));
         machine.handle(Input::Reply { id, result: data }, &mut out);
+        let (id, request) = job_op(&out);
+        assert_eq!(
+            request,
+            Request::GetData {
+                path: "/job/sharding/0/instance".into(),
+                watch: false
+            }
+        );
+        out.clear();
+        let owner = Ok(Response::Data(b"b".to_vec(), Default::default()));
+        machine.handle(Input::Reply { id, result: owner }, &mut out);
         let (id, request) = job_op(&out);
         assert_eq!(
             request,
@@ -1555,25 +1732,30 @@ mod tests {
     }
 
     #[test]
-    fn a_failover_that_finds_the_crashed_instance_ran_this_cycle_leaves_the_item_for_the_next() {
-        let (mut machine, out) = failover_finds_claimed_by_b(false);
-        assert_eq!(
-            job_op(&out).1,
-            Request::Delete {
-                path: "/job/sharding/0/failover".into(),
-                version: -1
-            },
-            "the mark stays, for an instance that has fired cycle 2"
-        );
-        assert!(!machine.takes_over("0"), "not by a in cycle 1");
-        let mut out = Vec::new();
-        machine.handle(Input::Request(JobRequest::Trigger { cycle: 2 }), &mut out);
-        assert!(machine.takes_over("0"), "by a in cycle 2");
+    fn a_failover_that_finds_its_cycle_run_and_the_owner_dead_leaves_the_item_for_the_next() {
+        // `b` owns item 0 and crashed after it ran cycle 1, or `c` ran cycle 1 (it owned the
+        // item then, or ran it as moved) and `b` came to own it and crashed before cycle 2.
+        // Either way the run the crash cut short is of cycle 2, which `a` has not fired.
+        for claimer in ["b", "c"] {
+            let (mut machine, out) = failover_finds_claimed_by(claimer, false);
+            assert_eq!(
+                job_op(&out).1,
+                Request::Delete {
+                    path: "/job/sharding/0/failover".into(),
+                    version: -1
+                },
+                "the mark stays, for an instance that has fired cycle 2"
+            );
+            assert!(!machine.takes_over("0"), "not by a in cycle 1");
+            let mut out = Vec::new();
+            machine.handle(Input::Request(JobRequest::Trigger { cycle: 2 }), &mut out);
+            assert!(machine.takes_over("0"), "by a in cycle 2");
+        }
     }
 
     #[test]
-    fn a_failover_that_finds_the_item_run_by_a_live_instance_is_done() {
-        let (machine, out) = failover_finds_claimed_by_b(true);
+    fn a_failover_that_finds_the_item_run_and_owned_by_a_live_instance_is_done() {
+        let (machine, out) = failover_finds_claimed_by("c", true);
         assert_eq!(
             job_op(&out).1,
             Request::Delete {

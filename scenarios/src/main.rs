@@ -98,8 +98,8 @@ struct CheckArgs {
     max_states: usize,
     /// Give up on paths longer than this many steps (a recipe that can loop for ever has paths
     /// of every length; the standard checks are 30 to 131 steps deep, the sharded job's with
-    /// two instances and one fault up to about 280, with three items, two cycles and a crash
-    /// 330: give it `--max-depth 400`). Exit code 2 when it gives up.
+    /// two instances and one fault up to about 280, with two cycles and a crash 305, and with
+    /// three items 373: give those `--max-depth 400`). Exit code 2 when it gives up.
     #[arg(long, default_value_t = Limits::DEFAULT_MAX_DEPTH)]
     max_depth: usize,
     /// Explore states that differ only in which client is which separately (by default the

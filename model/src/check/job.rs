@@ -25,7 +25,11 @@
 //!   every live instance has fired the cycle before and run it ([`Workload::act_waits_for`];
 //!   one that fired this cycle already may be polling for its sharding), as a cron fires long
 //!   after the last cycle ended. (The instances still fire a cycle one at a time, at settled
-//!   moments of their own.)
+//!   moments of their own.) An instance blocked on the sharding (`necessary` is raised and it
+//!   polls) does not hold the next cycle: only the leader's next trigger shards, and held, the
+//!   two would wait for each other, a loop no property judges. With the cycles used up, an
+//!   instance blocked in the last one still polls for ever (the leader has no trigger left);
+//!   such a loop is not judged either.
 //!
 //! Faults still strike at any point, a settled cycle's own included. With a crash
 //! (`crash=1`: an instance dies while idle and never comes back), every item of every settled
@@ -82,6 +86,7 @@ use super::workloads::{elected, holders_now, judge, leadership_ends, role};
 use super::{Judge, Recorded, State, Workload, ELECTION_LATCH_DIR, JOB_DIR};
 use crate::history::{HistoryEntry, HistoryEvent};
 use crate::properties::{self, sometimes, Class, Finding};
+use crate::zookeeper::ZkModel;
 
 /// Items per cycle, by default.
 pub const JOB_ITEMS: u32 = 2;
@@ -246,9 +251,19 @@ impl Workload for JobWorkload {
     /// fired this cycle already may still be polling for its sharding): a cron fires each
     /// cycle at about the same time everywhere, long after the last one ended, so an instance
     /// blocked on the sharding or retrying does not see the next cycles fire one after another.
-    fn act_waits_for(&self, app: &JobApp, other_app: &JobApp, other: &JobMachine) -> bool {
+    fn act_waits_for(
+        &self,
+        app: &JobApp,
+        other_app: &JobApp,
+        other: &JobMachine,
+        zk: &ZkModel,
+    ) -> bool {
+        let waits_for_a_trigger = || {
+            let necessary = JobPaths::new(JOB_DIR).necessary();
+            other.blocked_on_sharding() && zk.tree().get(&necessary).is_some()
+        };
         other_app.triggered < app.triggered
-            || (other_app.triggered == app.triggered && other.in_cycle())
+            || (other_app.triggered == app.triggered && other.in_cycle() && !waits_for_a_trigger())
     }
 
     /// An instance is at rest when its listeners are: registered, its crash listener done, no

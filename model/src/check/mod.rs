@@ -304,16 +304,18 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     }
     /// Whether `app`'s next action, one that waits for a settled moment, also waits for a live
     /// client (its application `other_app` and machine `other_machine`, this client's own
-    /// included) to act first or to finish what its last act began (the job's later cycles:
-    /// no instance fires a cycle before every live instance has fired and run the one
-    /// before). By default not.
+    /// included) to act first or to finish what its last act began, the server's data being
+    /// `zk` (the job's later cycles: no instance fires a cycle before every live instance has
+    /// fired and run the one before, or is blocked on a sharding that only a later trigger
+    /// makes). By default not.
     fn act_waits_for(
         &self,
         app: &Self::App,
         other_app: &Self::App,
         other_machine: &Self::Machine,
+        zk: &ZkModel,
     ) -> bool {
-        let _ = (app, other_app, other_machine);
+        let _ = (app, other_app, other_machine, zk);
         false
     }
     /// Whether `machine` has no background work left that a settled moment must wait for
@@ -1166,7 +1168,8 @@ impl<W: Workload> RecipeModel<W> {
         settled
             && !live.any(|seat| {
                 let other = &seat.client;
-                self.workload.act_waits_for(app, &other.app, &other.machine)
+                self.workload
+                    .act_waits_for(app, &other.app, &other.machine, &state.zk)
             })
     }
 
