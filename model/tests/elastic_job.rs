@@ -132,12 +132,10 @@ fn the_leader_shards_by_average_allocation_and_each_item_runs_once_per_cycle() {
 }
 
 /// `a` (items 0, 1, 6) crashes after `b` and `c` ran cycle 2, before it did or (with
-/// `a_runs_cycle_two`) after. With claims, the marks of its items are left for cycle 3 and gone
-/// after it: a crash after a cycle cuts short the next one, and a survivor that finds an item
-/// run in its cycle while the sharding still names the dead `a` cannot tell whether it is a
-/// cycle behind, so it leaves the mark to an instance that has fired the next cycle. (When `a`
-/// did not run cycle 2, `b` fails its items over and unmarks them, and `c`'s crash listener
-/// marks them again after that.)
+/// `a_runs_cycle_two`) after. The marks of its items are left for cycle 3 and gone after it:
+/// a crash after a cycle cuts short the next one, and a survivor that runs an item for its
+/// cycle, or finds it run, while the sharding still names the dead `a`, cannot tell whether
+/// it is a cycle behind, so it leaves the mark to an instance that has fired the next cycle.
 async fn crash_before_cycle_two(variant: JobVariant, a_runs_cycle_two: bool) -> Runs {
     let ensemble = MemoryEnsemble::new();
     let instances = three_after_cycle_one(&ensemble, variant).await;
@@ -158,11 +156,8 @@ async fn crash_before_cycle_two(variant: JobVariant, a_runs_cycle_two: bool) -> 
                 .map_or(0, |n| n.children.len())
         })
     };
-    let claims = variant != JobVariant::NoCycleClaim;
-    if claims && variant != JobVariant::OneItemPerIdle {
+    if variant != JobVariant::OneItemPerIdle {
         assert_eq!(marked(), 3, "a's items are left for cycle 3");
-    } else if variant == JobVariant::NoCycleClaim {
-        assert_eq!(marked(), 0, "no item is left marked");
     }
     // The next cycle is sharded over the survivors.
     for instance in &survivors {

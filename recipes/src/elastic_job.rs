@@ -46,11 +46,13 @@
 //!   recipe repeats until no item is marked, then releases the lock.
 //! - **A crash after a cycle** (not in Elastic-Job): an instance that crashes after it ran a
 //!   cycle cuts short the next one, which a survivor still in that cycle has not fired. Such
-//!   a taker finds the item claimed for its own cycle already (by the crashed instance, or by
-//!   whoever ran it before the crashed instance came to own it). It then reads whose the item
-//!   is now: if a live instance owns it, that owner runs it from here on and the mark is done;
-//!   if the owner is dead (or the leader is resetting it), the taker leaves the mark, and the
-//!   item until its own next trigger, to an instance that has fired the next cycle.
+//!   a taker may run the item for its own cycle, or find it run already (by the crashed
+//!   instance, by itself or by whoever ran it before the crashed instance came to own it),
+//!   while the crashed instance owned it for the next cycle too. So once the item has run for
+//!   its cycle, the taker reads whose the item is now: if a live instance owns it, that owner
+//!   runs it from here on and the mark is done; if the owner is dead (or the leader is
+//!   resetting it), the taker leaves the mark, and the item until its own next trigger, to an
+//!   instance that has fired the next cycle. A mark may so outlive its need by a cycle.
 //!   (Elastic-Job runs it for the taker's cycle, and with our claims that run was skipped:
 //!   random walks showed the next cycle's run lost, with four instances and two crashes, and
 //!   with three instances over three cycles when the claim was a live instance's.)
@@ -235,8 +237,8 @@ enum Task {
     TakeFailover(u32),
     CheckFailoverOwner(u32),
     Unmark(u32),
-    /// A failover found `item` claimed for its cycle, or a later one, by another instance:
-    /// whose is it now? (the mark is done once a live instance owns it)
+    /// A failover ran `item` for its cycle, or found it run: whose is it now? (the mark is
+    /// done once a live instance owns it)
     ReadCurrentOwner(u32),
     /// Is `owner`, which the sharding names for the marked `item`, still registered?
     CheckCurrentOwnerAlive {
@@ -625,9 +627,13 @@ impl JobMachine {
     }
 
     /// The continuation after running (or skipping) `item` via `via`.
+    ///
+    /// A failover has then run the item for its own cycle, or found it run: the mark is done
+    /// if a live instance owns the item now. If its owner is dead, the crashed instance may
+    /// own it in a later cycle than this instance's, which this one cannot run.
     fn after_item(&mut self, item: u32, via: Via) {
         if via == Via::Failover {
-            self.end_failover(item, true);
+            self.then([Task::ReadCurrentOwner(item)]);
         }
     }
 
@@ -649,6 +655,14 @@ impl JobMachine {
             self.then(std::iter::once(Task::Unmark(item)).chain(done));
         } else {
             self.then(done);
+        }
+    }
+
+    /// The continuation for an `item` whose node is gone (the job was removed): a failover
+    /// drops its mark.
+    fn forget_item(&mut self, item: u32, via: Via) {
+        if via == Via::Failover {
+            self.end_failover(item, true);
         }
     }
 
@@ -887,11 +901,6 @@ impl JobMachine {
                         via,
                         version,
                     }]);
-                } else if via == Via::Failover && claim.instance != self.instance {
-                    // Claimed for this cycle or a later one by another instance: our cycle's
-                    // run is done, but the crashed instance may own the item in a later cycle
-                    // than ours. The mark is done if a live instance owns the item now.
-                    self.then([Task::ReadCurrentOwner(item)]);
                 } else {
                     // Claimed already: by us (a lost reply) and not yet run, or by another.
                     self.after_item(item, via);
@@ -902,7 +911,10 @@ impl JobMachine {
                     }
                 }
             }
-            (Task::ReadClaim { item, via, .. }, Err(ZkError::NoNode)) => self.after_item(item, via),
+            // The item's node is gone (the job was removed): drop the mark.
+            (Task::ReadClaim { item, via, .. }, Err(ZkError::NoNode)) => {
+                self.forget_item(item, via)
+            }
             (Task::ReadCurrentOwner(item), Ok(Response::Data(owner, _))) => {
                 match String::from_utf8(owner) {
                     Ok(owner) => self.then([Task::CheckCurrentOwnerAlive { item, owner }]),
@@ -914,7 +926,7 @@ impl JobMachine {
             }
             (Task::CheckCurrentOwnerAlive { item, .. }, Ok(Response::Exists(Some(_)))) => {
                 // A live owner runs it from here on.
-                self.after_item(item, Via::Failover);
+                self.end_failover(item, true);
             }
             (Task::CheckCurrentOwnerAlive { item, .. }, Ok(Response::Exists(None))) => {
                 self.leave_for_a_later_cycle(item);
@@ -937,7 +949,7 @@ impl JobMachine {
             ) => {
                 self.then([Task::ReadClaim { item, cycle, via }]);
             }
-            (Task::Claim { item, via, .. }, Err(ZkError::NoNode)) => self.after_item(item, via),
+            (Task::Claim { item, via, .. }, Err(ZkError::NoNode)) => self.forget_item(item, via),
             (Task::FailoverIfNecessary, Ok(Response::Children(children, _))) => {
                 let takes = children.iter().any(|name| self.takes_over(name));
                 if takes && self.claim_lock.is_none() && self.session.is_some() {
@@ -1414,18 +1426,13 @@ mod tests {
 
     #[test]
     fn a_claim_that_lost_the_race_reads_again_and_skips_the_item() {
-        let mut machine = JobMachine::new(JobVariant::Correct, "/job", "a", "u", 1);
-        machine.session = Some(SessionId(7));
-        machine.started = true;
-        machine.cycle = 4;
-        machine.lanes[CYCLE].queue.push_back(Task::Claim {
+        let claim = Task::Claim {
             item: 0,
             cycle: 4,
             via: Via::Sharding,
             version: 2,
-        });
-        let mut out = Vec::new();
-        machine.pump(&mut out);
+        };
+        let (mut machine, mut out) = running(CYCLE, 4, claim);
         let (id, request) = job_op(&out);
         assert!(matches!(request, Request::SetData { version: 2, .. }));
         out.clear();
@@ -1580,8 +1587,56 @@ mod tests {
         next
     }
 
+    /// Instance `a` of a one-item job, in a session, at `cycle`, after it started `task` on
+    /// `lane`.
+    fn running(lane: usize, cycle: u64, task: Task) -> (JobMachine, Vec<Command<JobReport>>) {
+        let mut machine = JobMachine::new(JobVariant::Correct, "/job", "a", "u", 1);
+        machine.session = Some(SessionId(7));
+        machine.started = true;
+        machine.cycle = cycle;
+        machine.lanes[lane].queue.push_back(task);
+        let mut out = Vec::new();
+        machine.pump(&mut out);
+        (machine, out)
+    }
+
+    /// A failover's read of item 0's claim, for cycle 1.
+    fn failover_of_item_0() -> Task {
+        Task::ReadClaim {
+            item: 0,
+            cycle: 1,
+            via: Via::Failover,
+        }
+    }
+
     fn data(bytes: &[u8]) -> Result<Response, ZkError> {
         Ok(Response::Data(bytes.to_vec(), Default::default()))
+    }
+
+    /// Answers the read of item 0's claim in `out` with `claim`; the machine claims the item
+    /// and, once the claim is written, runs it for `cycle`. Returns what follows the run.
+    fn claims_and_runs(
+        machine: &mut JobMachine,
+        out: &[Command<JobReport>],
+        claim: &[u8],
+        cycle: u64,
+        failover: bool,
+    ) -> Vec<Command<JobReport>> {
+        let out = reply(machine, out, data(claim));
+        assert!(matches!(job_op(&out).1, Request::SetData { .. }), "a claim");
+        let written = Ok(Response::SetData(Default::default()));
+        let out = reply(machine, &out, written);
+        let ran = out.iter().any(|command| {
+            *command
+                == Command::Report(JobReport::Executed {
+                    item: 0,
+                    cycle,
+                    token: 0,
+                    failover,
+                })
+        });
+        assert!(ran, "item 0 runs for cycle {cycle}: {out:?}");
+        out
     }
 
     #[test]
@@ -1601,25 +1656,7 @@ mod tests {
         assert!(
             matches!(job_op(&out).1, Request::GetData { ref path, .. } if path == "/job/sharding/0")
         );
-        let out = reply(&mut machine, &out, data(b"1 b"));
-        assert!(matches!(job_op(&out).1, Request::SetData { .. }), "a claim");
-        let out = reply(
-            &mut machine,
-            &out,
-            Ok(Response::SetData(Default::default())),
-        );
-        let ran = out.iter().any(|command| {
-            matches!(
-                command,
-                Command::Report(JobReport::Executed {
-                    item: 0,
-                    cycle: 2,
-                    failover: false,
-                    ..
-                })
-            )
-        });
-        assert!(ran, "item 0 runs for cycle 2: {out:?}");
+        let out = claims_and_runs(&mut machine, &out, b"1 b", 2, false);
         assert_eq!(job_op(&out).1, owner(1));
         let out = reply(&mut machine, &out, data(b"b"));
         assert!(
@@ -1686,17 +1723,7 @@ mod tests {
         claimer: &str,
         alive: bool,
     ) -> (JobMachine, Vec<Command<JobReport>>) {
-        let mut machine = JobMachine::new(JobVariant::Correct, "/job", "a", "u", 1);
-        machine.session = Some(SessionId(7));
-        machine.started = true;
-        machine.cycle = 1;
-        machine.lanes[LISTENER].queue.push_back(Task::ReadClaim {
-            item: 0,
-            cycle: 1,
-            via: Via::Failover,
-        });
-        let mut out = Vec::new();
-        machine.pump(&mut out);
+        let (mut machine, mut out) = running(LISTENER, 1, failover_of_item_0());
         let (id, _) = job_op(&out);
         out.clear();
         let claim = Claim {
@@ -1729,6 +1756,30 @@ mod tests {
         let result = Ok(Response::Exists(stat));
         machine.handle(Input::Reply { id, result }, &mut out);
         (machine, out)
+    }
+
+    #[test]
+    fn a_failover_that_runs_the_item_leaves_the_mark_while_its_owner_is_dead() {
+        // `a`, in cycle 1, runs item 0 for cycle 1 (claimed for cycle 0); the dead `b` still
+        // owns it, for a cycle 2 that `a` has not fired: the mark stays for it.
+        let (mut machine, out) = running(LISTENER, 1, failover_of_item_0());
+        let out = claims_and_runs(&mut machine, &out, b"0 b", 1, true);
+        let owner = Request::GetData {
+            path: "/job/sharding/0/instance".into(),
+            watch: false,
+        };
+        assert_eq!(job_op(&out).1, owner, "then whose it is");
+        let out = reply(&mut machine, &out, data(b"b"));
+        let out = reply(&mut machine, &out, Ok(Response::Exists(None)));
+        assert_eq!(
+            job_op(&out).1,
+            Request::Delete {
+                path: "/job/sharding/0/failover".into(),
+                version: -1
+            },
+            "the mark stays"
+        );
+        assert!(!machine.takes_over("0"));
     }
 
     #[test]

@@ -27,9 +27,14 @@
 //!   after the last cycle ended. (The instances still fire a cycle one at a time, at settled
 //!   moments of their own.) An instance blocked on the sharding (`necessary` is raised and it
 //!   polls) does not hold the next cycle: only the leader's next trigger shards, and held, the
-//!   two would wait for each other, a loop no property judges. With the cycles used up, an
-//!   instance blocked in the last one still polls for ever (the leader has no trigger left);
-//!   such a loop is not judged either.
+//!   two would wait for each other, a loop no property judges;
+//! - past the judged cycles, the leader has one spare trigger, which fires only while a
+//!   sharding is necessary ([`Workload::can_act`]): a real cron fires for ever, and without
+//!   it an instance blocked in the last cycle (the flag raised after the leader ran it) would
+//!   poll for ever, unjudged. The spare cycle shards, the blocked cycle resumes, and the state
+//!   where all is done is judged (the spare cycle itself is not). Judging the loop instead, as
+//!   if the future ended there, is wrong: the next sharding may give the blocked instance its
+//!   item back, to run late.
 //!
 //! Faults still strike at any point, a settled cycle's own included. With a crash
 //! (`crash=1`: an instance dies while idle and never comes back), every item of every settled
@@ -138,6 +143,18 @@ fn no_shard_lost(history: &Recorded<'_>, state: &State<JobWorkload>) -> Finding 
     properties::no_shard_lost(history, JOB_DIR, items, 2..=cycles)
 }
 
+/// Whether `machine`'s cycle is blocked on a sharding that only the leader's next trigger
+/// writes: `necessary` is raised, and this instance polls it and does not lead (a leader's
+/// next poll shards).
+fn waits_for_the_leaders_trigger(machine: &JobMachine, zk: &ZkModel) -> bool {
+    machine.blocked_on_sharding() && !machine.is_leader() && necessary_raised(zk)
+}
+
+/// Whether `leader/sharding/necessary` exists on the server.
+fn necessary_raised(zk: &ZkModel) -> bool {
+    zk.tree().get(&JobPaths::new(JOB_DIR).necessary()).is_some()
+}
+
 /// A job instance's application: the cron, and what the instance reported.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct JobApp {
@@ -150,6 +167,18 @@ pub struct JobApp {
 }
 
 zkh_recipes::symmetric_as_hash!(JobApp);
+
+impl JobWorkload {
+    /// Whether `app`'s cron has the spare trigger left: one cycle past the judged ones, for the
+    /// leader only, and only where a later cycle is judged at all. A real cron fires for ever;
+    /// the model stops after `cycles`, and an instance blocked on a sharding in the last one
+    /// (the flag raised after the leader ran it) would otherwise poll for ever, a loop no
+    /// property judges. The leader's spare cycle writes that sharding, the blocked cycle
+    /// resumes and is judged; the spare cycle itself is not.
+    fn has_a_spare_trigger(&self, app: &JobApp) -> bool {
+        self.cycles >= 2 && app.triggered == self.cycles && app.leading.is_some()
+    }
+}
 
 impl Workload for JobWorkload {
     type Machine = JobMachine;
@@ -228,7 +257,7 @@ impl Workload for JobWorkload {
     }
 
     fn act(&self, app: &mut JobApp, _: &mut Vec<HistoryEvent>, _: u32) -> Option<Vec<JobRequest>> {
-        if app.triggered >= self.cycles {
+        if app.triggered >= self.cycles && !self.has_a_spare_trigger(app) {
             return None;
         }
         app.triggered += 1;
@@ -237,8 +266,10 @@ impl Workload for JobWorkload {
         }])
     }
 
-    fn can_act(&self, app: &JobApp) -> bool {
-        app.triggered < self.cycles
+    /// The judged cycles, and then the leader's spare trigger while a sharding is necessary
+    /// (`has_a_spare_trigger`).
+    fn can_act(&self, app: &JobApp, zk: &ZkModel) -> bool {
+        app.triggered < self.cycles || (self.has_a_spare_trigger(app) && necessary_raised(zk))
     }
 
     /// The first cycle fires as soon as the instance is caught up, wherever the others are; a
@@ -258,12 +289,10 @@ impl Workload for JobWorkload {
         other: &JobMachine,
         zk: &ZkModel,
     ) -> bool {
-        let waits_for_a_trigger = || {
-            let necessary = JobPaths::new(JOB_DIR).necessary();
-            other.blocked_on_sharding() && zk.tree().get(&necessary).is_some()
-        };
         other_app.triggered < app.triggered
-            || (other_app.triggered == app.triggered && other.in_cycle() && !waits_for_a_trigger())
+            || (other_app.triggered == app.triggered
+                && other.in_cycle()
+                && !waits_for_the_leaders_trigger(other, zk))
     }
 
     /// An instance is at rest when its listeners are: registered, its crash listener done, no
@@ -353,5 +382,72 @@ impl Workload for JobWorkload {
                 failover: false,
             });
         Some(holders_now(shared, "leader").chain(runs).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zkh_recipes::request::Request;
+    use zkh_recipes::types::CreateMode;
+
+    /// A server whose job has `leader/sharding/necessary` raised, or not.
+    fn server(necessary: bool) -> ZkModel {
+        let mut zk = ZkModel::new();
+        let session = zk.open_session();
+        if necessary {
+            let path = JobPaths::new(JOB_DIR).necessary();
+            let mut prefix = String::new();
+            for part in path.trim_start_matches('/').split('/') {
+                prefix = format!("{prefix}/{part}");
+                let create = Request::Create {
+                    path: prefix.clone(),
+                    data: Vec::new(),
+                    mode: CreateMode::Persistent,
+                };
+                zk.apply(session, &create);
+            }
+        }
+        zk
+    }
+
+    #[test]
+    fn only_the_leader_has_a_spare_trigger_and_only_while_a_sharding_is_necessary() {
+        let workload = JobWorkload {
+            cycles: 2,
+            ..JobWorkload::new(JobVariant::Correct)
+        };
+        let app = |triggered, leading| JobApp {
+            triggered,
+            cycles: 2,
+            leading,
+        };
+        let (raised, lowered) = (server(true), server(false));
+        assert!(necessary_raised(&raised) && !necessary_raised(&lowered));
+        assert!(workload.can_act(&app(1, None), &lowered), "a judged cycle");
+        assert!(workload.can_act(&app(2, Some(7)), &raised), "the spare");
+        assert!(
+            !workload.can_act(&app(2, Some(7)), &lowered),
+            "nothing to shard"
+        );
+        assert!(!workload.can_act(&app(2, None), &raised), "not the leader");
+        assert!(
+            !workload.can_act(&app(3, Some(7)), &raised),
+            "one spare only"
+        );
+        let mut spare = app(2, Some(7));
+        let mut effects = Vec::new();
+        let requests = workload.act(&mut spare, &mut effects, 0);
+        assert_eq!(requests, Some(vec![JobRequest::Trigger { cycle: 3 }]));
+        let one_cycle = JobWorkload::new(JobVariant::Correct);
+        let lone = JobApp {
+            triggered: 1,
+            cycles: 1,
+            leading: Some(7),
+        };
+        assert!(
+            !one_cycle.can_act(&lone, &raised),
+            "no spare where no later cycle is judged"
+        );
     }
 }

@@ -294,8 +294,9 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
         effects: &mut Vec<HistoryEvent>,
         client: u32,
     ) -> Option<Vec<Self::Request>>;
-    /// Whether the application has an action to take.
-    fn can_act(&self, app: &Self::App) -> bool;
+    /// Whether the application has an action to take, the server's data being `zk` (the
+    /// job's leader has a spare trigger while a sharding is necessary).
+    fn can_act(&self, app: &Self::App, zk: &ZkModel) -> bool;
     /// Whether its next action waits for a settled moment: nothing in flight to or from any
     /// client, and every client's machine at rest ([`Workload::at_rest`]). By default not.
     fn act_waits_for_settled(&self, app: &Self::App) -> bool {
@@ -1038,7 +1039,7 @@ impl<W: Workload> Model for RecipeModel<W> {
         if let Some(c) = first_with_news {
             let client = state.client(c);
             let may_act_stale =
-                self.acting != Acting::CaughtUp && self.workload.can_act(&client.app);
+                self.acting != Acting::CaughtUp && self.workload.can_act(&client.app, &state.zk);
             if !may_act_stale {
                 actions.push(Action::Deliver(c));
                 actions.extend(client.timers.iter().map(|timer| Action::Timer(c, *timer)));
@@ -1062,7 +1063,7 @@ impl<W: Workload> Model for RecipeModel<W> {
             let caught_up = queues.inbox.is_empty() && queues.outbox.is_empty();
             let may_act = (caught_up || self.acting != Acting::CaughtUp)
                 && self.act_in_step(state, c, settled);
-            if may_act && self.workload.can_act(&client.app) {
+            if may_act && self.workload.can_act(&client.app, &state.zk) {
                 actions.push(Action::Act(c));
             }
         }
@@ -1183,7 +1184,7 @@ impl<W: Workload> RecipeModel<W> {
     /// left it waiting for an input that never came.
     pub fn makes_progress(&self, state: &State<W>) -> bool {
         let live = || state.seats.iter().filter(|seat| !seat.client.crashed);
-        let wants_to_act = live().any(|seat| self.workload.can_act(&seat.client.app));
+        let wants_to_act = live().any(|seat| self.workload.can_act(&seat.client.app, &state.zk));
         // An abandoned session the server has yet to expire will go, and its ephemerals with
         // it: a machine waiting on one of them is not stuck.
         if !wants_to_act || !live().all(|seat| seat.idle()) || !state.abandoned.is_empty() {
@@ -1193,7 +1194,7 @@ impl<W: Workload> RecipeModel<W> {
         (0..state.seats.len()).any(|c| {
             let client = state.client(c);
             !client.crashed
-                && self.workload.can_act(&client.app)
+                && self.workload.can_act(&client.app, &state.zk)
                 && self.act_in_step(state, c, settled)
         })
     }
@@ -1203,7 +1204,7 @@ impl<W: Workload> RecipeModel<W> {
     pub fn stuck_detail(&self, state: &State<W>) -> String {
         let live = || (state.seats.iter().enumerate()).filter(|(_, seat)| !seat.client.crashed);
         let waiting: Vec<usize> = live()
-            .filter(|(_, seat)| self.workload.can_act(&seat.client.app))
+            .filter(|(_, seat)| self.workload.can_act(&seat.client.app, &state.zk))
             .map(|(c, _)| c)
             .collect();
         let restless: Vec<usize> = live()
@@ -1228,7 +1229,8 @@ impl<W: Workload> RecipeModel<W> {
             return false;
         }
         let idle = state.seats.iter().all(|seat| {
-            seat.client.crashed || (seat.idle() && !self.workload.can_act(&seat.client.app))
+            seat.client.crashed
+                || (seat.idle() && !self.workload.can_act(&seat.client.app, &state.zk))
         });
         let taking_part = state
             .seats

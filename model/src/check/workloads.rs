@@ -28,6 +28,7 @@ use zkh_recipes::symmetry::{identity, Symmetric};
 use super::{Judge, Recorded, State, Workload};
 use crate::history::{HistoryEntry, HistoryEvent};
 use crate::properties::{self, sometimes, Finding};
+use crate::zookeeper::ZkModel;
 
 /// The resource both workloads write to.
 pub const RESOURCE: &str = "resource";
@@ -222,7 +223,7 @@ impl Workload for LockWorkload {
         }
     }
 
-    fn can_act(&self, app: &LockApp) -> bool {
+    fn can_act(&self, app: &LockApp, _: &ZkModel) -> bool {
         matches!(app, LockApp::Holding(_) | LockApp::Reserved(_))
     }
 
@@ -397,7 +398,7 @@ impl<R: LeaderRecipe> Workload for R {
         Some(Vec::new())
     }
 
-    fn can_act(&self, app: &LeaderApp) -> bool {
+    fn can_act(&self, app: &LeaderApp, _: &ZkModel) -> bool {
         app.leading.is_some() && app.acts < ACTS_PER_TERM
     }
 
