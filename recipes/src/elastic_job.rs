@@ -209,10 +209,13 @@ enum Task {
     /// to another (filled in by [`Task::ReadOldOwner`]), which this leader then runs itself.
     WriteSharding(u64, Vec<Option<String>>, Vec<u32>),
     ReadOwner(u64, u32),
-    /// Is `owner`, which the sharding names for `item`, still registered?
+    /// Is `owner`, which the sharding names for `item`, still registered? Asked by a cycle of
+    /// an item it does not own (`via` sharding), and by a failover once the item has run for
+    /// its cycle (`via` failover).
     CheckOwnerAlive {
         item: u32,
         owner: String,
+        via: Via,
     },
     ReadTakeOff {
         cycle: u64,
@@ -240,11 +243,6 @@ enum Task {
     /// A failover ran `item` for its cycle, or found it run: whose is it now? (the mark is
     /// done once a live instance owns it)
     ReadCurrentOwner(u32),
-    /// Is `owner`, which the sharding names for the marked `item`, still registered?
-    CheckCurrentOwnerAlive {
-        item: u32,
-        owner: String,
-    },
     CompleteFailover(u32),
     /// No operation: release the failover lock.
     ReleaseClaimLock,
@@ -312,9 +310,9 @@ pub struct JobMachine {
     /// The failover lock, while it is wanted or held.
     claim_lock: Option<LatchMachine>,
     claim_round: u64,
-    /// Marked items this instance found run, by the instance that crashed, in its current
-    /// cycle or a later one, and left for an instance that has fired the next (emptied when a
-    /// newer trigger comes: it takes them again then).
+    /// Marked items this instance ran for its current cycle, or found run, while their owner
+    /// was dead, and left for an instance that has fired the next (emptied when a newer
+    /// trigger comes: it takes them again then).
     deferred: BTreeSet<u32>,
     /// This cycle found the sharding necessary and ran the items the standing sharding gives
     /// this instance, before it waits for the new sharding.
@@ -480,10 +478,6 @@ impl JobMachine {
             Task::CheckFailoverOwner(item) => read(self.paths.failover_owner(*item)),
             Task::Unmark(item) => delete(self.paths.failover_item(*item)),
             Task::ReadCurrentOwner(item) => read(self.paths.owner(*item)),
-            Task::CheckCurrentOwnerAlive { owner, .. } => Request::Exists {
-                path: self.paths.instance(owner),
-                watch: false,
-            },
             Task::CompleteFailover(item) => delete(self.paths.failover_owner(*item)),
             Task::EndCycle | Task::ReleaseClaimLock => return None,
         })
@@ -863,12 +857,25 @@ impl JobMachine {
                     }
                 } else if self.variant != JobVariant::TrustOwners {
                     if let Ok(owner) = String::from_utf8(data) {
-                        self.then([Task::CheckOwnerAlive { item, owner }]);
+                        let via = Via::Sharding;
+                        self.then([Task::CheckOwnerAlive { item, owner, via }]);
                     }
                 }
             }
-            (Task::CheckOwnerAlive { .. }, Ok(Response::Exists(Some(_)))) => {}
-            (Task::CheckOwnerAlive { item, .. }, Ok(Response::Exists(None))) => {
+            (
+                Task::CheckOwnerAlive {
+                    via: Via::Sharding, ..
+                },
+                Ok(Response::Exists(Some(_))),
+            ) => {}
+            (
+                Task::CheckOwnerAlive {
+                    item,
+                    via: Via::Sharding,
+                    ..
+                },
+                Ok(Response::Exists(None)),
+            ) => {
                 // The owner is gone and no listener marked its item (it came and went between
                 // two listings): mark it, shard again next cycle, and fail it over now.
                 self.then([Task::Mark(item)]);
@@ -917,20 +924,35 @@ impl JobMachine {
             }
             (Task::ReadCurrentOwner(item), Ok(Response::Data(owner, _))) => {
                 match String::from_utf8(owner) {
-                    Ok(owner) => self.then([Task::CheckCurrentOwnerAlive { item, owner }]),
+                    Ok(owner) => {
+                        let via = Via::Failover;
+                        self.then([Task::CheckOwnerAlive { item, owner, via }]);
+                    }
                     Err(_) => self.leave_for_a_later_cycle(item),
                 }
             }
             (Task::ReadCurrentOwner(item), Err(ZkError::NoNode)) => {
                 self.leave_for_a_later_cycle(item);
             }
-            (Task::CheckCurrentOwnerAlive { item, .. }, Ok(Response::Exists(Some(_)))) => {
+            (
+                Task::CheckOwnerAlive {
+                    item,
+                    via: Via::Failover,
+                    ..
+                },
+                Ok(Response::Exists(Some(_))),
+            ) => {
                 // A live owner runs it from here on.
                 self.end_failover(item, true);
             }
-            (Task::CheckCurrentOwnerAlive { item, .. }, Ok(Response::Exists(None))) => {
-                self.leave_for_a_later_cycle(item);
-            }
+            (
+                Task::CheckOwnerAlive {
+                    item,
+                    via: Via::Failover,
+                    ..
+                },
+                Ok(Response::Exists(None)),
+            ) => self.leave_for_a_later_cycle(item),
             (
                 Task::Claim {
                     item, cycle, via, ..
@@ -1723,38 +1745,28 @@ mod tests {
         claimer: &str,
         alive: bool,
     ) -> (JobMachine, Vec<Command<JobReport>>) {
-        let (mut machine, mut out) = running(LISTENER, 1, failover_of_item_0());
-        let (id, _) = job_op(&out);
-        out.clear();
+        let (mut machine, out) = running(LISTENER, 1, failover_of_item_0());
         let claim = Claim {
             cycle: 1,
             instance: claimer.into(),
         };
-        let data = Ok(Response::Data(claim.encode(), Default::default()));
-        machine.handle(Input::Reply { id, result: data }, &mut out);
-        let (id, request) = job_op(&out);
-        assert_eq!(
-            request,
-            Request::GetData {
-                path: "/job/sharding/0/instance".into(),
-                watch: false
-            }
+        let out = reply(&mut machine, &out, data(&claim.encode()));
+        let owner = Request::GetData {
+            path: "/job/sharding/0/instance".into(),
+            watch: false,
+        };
+        assert_eq!(job_op(&out).1, owner);
+        let out = reply(&mut machine, &out, data(b"b"));
+        let alive_check = Request::Exists {
+            path: "/job/instances/b".into(),
+            watch: false,
+        };
+        assert_eq!(job_op(&out).1, alive_check);
+        let out = reply(
+            &mut machine,
+            &out,
+            Ok(Response::Exists(alive.then(Default::default))),
         );
-        out.clear();
-        let owner = Ok(Response::Data(b"b".to_vec(), Default::default()));
-        machine.handle(Input::Reply { id, result: owner }, &mut out);
-        let (id, request) = job_op(&out);
-        assert_eq!(
-            request,
-            Request::Exists {
-                path: "/job/instances/b".into(),
-                watch: false
-            }
-        );
-        out.clear();
-        let stat = alive.then(Default::default);
-        let result = Ok(Response::Exists(stat));
-        machine.handle(Input::Reply { id, result }, &mut out);
         (machine, out)
     }
 

@@ -150,9 +150,14 @@ fn waits_for_the_leaders_trigger(machine: &JobMachine, zk: &ZkModel) -> bool {
     machine.blocked_on_sharding() && !machine.is_leader() && necessary_raised(zk)
 }
 
+/// The job's `leader/sharding/necessary`, built once: the checker asks for it in every state
+/// where the leader has fired its last judged cycle.
+static NECESSARY: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| JobPaths::new(JOB_DIR).necessary());
+
 /// Whether `leader/sharding/necessary` exists on the server.
 fn necessary_raised(zk: &ZkModel) -> bool {
-    zk.tree().get(&JobPaths::new(JOB_DIR).necessary()).is_some()
+    zk.tree().get(&NECESSARY).is_some()
 }
 
 /// A job instance's application: the cron, and what the instance reported.
@@ -396,12 +401,10 @@ mod tests {
         let mut zk = ZkModel::new();
         let session = zk.open_session();
         if necessary {
-            let path = JobPaths::new(JOB_DIR).necessary();
-            let mut prefix = String::new();
-            for part in path.trim_start_matches('/').split('/') {
-                prefix = format!("{prefix}/{part}");
+            let necessary = JobPaths::new(JOB_DIR).necessary();
+            for path in zkh_recipes::path::ancestors(&necessary) {
                 let create = Request::Create {
-                    path: prefix.clone(),
+                    path,
                     data: Vec::new(),
                     mode: CreateMode::Persistent,
                 };
