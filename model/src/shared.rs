@@ -1,5 +1,5 @@
 //! [`Shared`]: a part of a model checker's state that states share until one of them changes
-//! it, with its hash computed once per change (the server model's tree, watches and sessions
+//! it, with its hash computed at most once per change (when first asked for) (the server model's tree, watches and sessions
 //! are each one, and so is each client of the checker's state).
 //!
 //! The checker clones a state for every action and hashes every state it reaches. Most actions
@@ -29,21 +29,29 @@ use zkh_recipes::symmetry::{renamed_hashes, Renaming, Renamings, Symmetric};
 #[derive(Clone, Debug)]
 pub struct Shared<T> {
     value: Arc<Cached<T>>,
-    hash: u64,
 }
 
-/// A shared value and its renamed hashes, once asked for.
+/// A shared value, and its hash and renamed hashes once asked for (a symmetry-reducing search
+/// asks only for the renamed ones, any other only for the hash).
 #[derive(Debug)]
 struct Cached<T> {
     value: T,
+    hash: OnceLock<u64>,
     renamed: OnceLock<Box<[u64]>>,
 }
 
 impl<T: Clone> Clone for Cached<T> {
-    /// A copy is made to be changed: its renamed hashes are not copied.
+    /// A copy is made to be changed: its hashes are not copied.
     fn clone(&self) -> Self {
+        Cached::new(self.value.clone())
+    }
+}
+
+impl<T> Cached<T> {
+    fn new(value: T) -> Cached<T> {
         Cached {
-            value: self.value.clone(),
+            value,
+            hash: OnceLock::new(),
             renamed: OnceLock::new(),
         }
     }
@@ -63,17 +71,17 @@ pub(crate) fn fixed_hasher() -> foldhash::quality::FoldHasher<'static> {
 impl<T: Hash + Clone> Shared<T> {
     /// Shares `value`.
     pub fn new(value: T) -> Shared<T> {
-        let hash = hash_of(&value);
         Shared {
-            value: Arc::new(Cached {
-                value,
-                renamed: OnceLock::new(),
-            }),
-            hash,
+            value: Arc::new(Cached::new(value)),
         }
     }
 
-    /// The value, to change; its hash is computed again when the guard drops.
+    /// The value's hash, computed once.
+    fn plain_hash(&self) -> u64 {
+        *self.value.hash.get_or_init(|| hash_of(&self.value.value))
+    }
+
+    /// The value, to change (its hashes are computed again when next asked for).
     pub fn to_mut(&mut self) -> SharedMut<'_, T> {
         SharedMut { shared: self }
     }
@@ -87,18 +95,18 @@ impl<T> Deref for Shared<T> {
     }
 }
 
-impl<T: PartialEq> PartialEq for Shared<T> {
+impl<T: PartialEq + Hash + Clone> PartialEq for Shared<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.hash == other.hash
-            && (Arc::ptr_eq(&self.value, &other.value) || self.value.value == other.value.value)
+        Arc::ptr_eq(&self.value, &other.value)
+            || (self.plain_hash() == other.plain_hash() && self.value.value == other.value.value)
     }
 }
 
-impl<T: Eq> Eq for Shared<T> {}
+impl<T: Eq + Hash + Clone> Eq for Shared<T> {}
 
-impl<T> Hash for Shared<T> {
+impl<T: Hash + Clone> Hash for Shared<T> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(self.hash);
+        state.write_u64(self.plain_hash());
     }
 }
 
@@ -139,17 +147,12 @@ impl<T: Hash + Clone> Deref for SharedMut<'_, T> {
 impl<T: Hash + Clone> DerefMut for SharedMut<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         let cached = Arc::make_mut(&mut self.shared.value);
-        // Changed: what was renamed no longer holds (a copy starts without any).
-        if cached.renamed.get().is_some() {
+        // Changed: its hashes no longer hold (a copy starts without any).
+        if cached.hash.get().is_some() || cached.renamed.get().is_some() {
+            cached.hash = OnceLock::new();
             cached.renamed = OnceLock::new();
         }
         &mut cached.value
-    }
-}
-
-impl<T: Hash + Clone> Drop for SharedMut<'_, T> {
-    fn drop(&mut self) {
-        self.shared.hash = hash_of(&self.shared.value.value);
     }
 }
 

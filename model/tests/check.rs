@@ -24,6 +24,7 @@ fn model<W: Workload>(workload: W, clients: usize, faults: &str) -> RecipeModel<
         budget: FaultBudget::parse(faults).expect("a budget"),
         acting: Acting::CaughtUp,
         forget_settled: true,
+        symmetric: false,
     }
 }
 
@@ -287,6 +288,7 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         budget: FaultBudget::STANDARD,
         acting: Acting::CaughtUp,
         forget_settled: true,
+        symmetric: false,
     };
     let verdict = check(&model);
     assert_eq!(verdict.violation, None);
@@ -311,6 +313,7 @@ fn no_watch_backups_leave_the_application_without_a_master_after_its_expiry() {
         budget: FaultBudget::parse(faults).expect("a budget"),
         acting: Acting::CaughtUp,
         forget_settled: true,
+        symmetric: false,
     };
     caught("no-watch", &model("expire=1"), "leader elected", 9);
     caught(

@@ -41,6 +41,7 @@ fn models<W: Workload>(workload: W, acting: Acting) -> (RecipeModel<W>, RecipeMo
         budget: FaultBudget::parse(EVERY_FAULT).expect("a budget"),
         acting,
         forget_settled: true,
+        symmetric: false,
     };
     let whole = RecipeModel {
         forget_settled: false,

@@ -32,6 +32,7 @@ fn model<W: Workload>(workload: W, acting: Acting) -> RecipeModel<W> {
         budget: FaultBudget::parse(EVERY_FAULT).expect("a budget"),
         acting,
         forget_settled: true,
+        symmetric: true,
     }
 }
 

@@ -33,6 +33,7 @@ fn model<W: Workload>(workload: W, clients: usize, faults: &str, acting: Acting)
         budget: FaultBudget::parse(faults).expect("a budget"),
         acting,
         forget_settled: true,
+        symmetric: false,
     }
 }
 

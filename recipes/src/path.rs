@@ -61,40 +61,42 @@ fn forbidden(c: char) -> bool {
 /// Checks `path` against ZooKeeper's rules. With `sequential`, the path is checked as the
 /// server will make it, with a digit appended, so a trailing `/` is allowed.
 pub fn check_path(path: &str, sequential: bool) -> Result<(), PathProblem> {
-    if sequential && !path.is_empty() {
-        return check_plain_path(&format!("{path}1"));
-    }
-    check_plain_path(path)
-}
-
-fn check_plain_path(path: &str) -> Result<(), PathProblem> {
     if path.is_empty() {
         return Err(PathProblem::Empty);
     }
     if !path.starts_with('/') {
         return Err(PathProblem::NotAbsolute);
     }
-    if path == "/" {
-        return Ok(());
-    }
-    if path.chars().any(forbidden) {
+    let forbidden_character = if path.is_ascii() {
+        path.bytes().any(|b| b < 0x20 || b == 0x7f)
+    } else {
+        path.chars().any(forbidden)
+    };
+    if forbidden_character {
         return Err(PathProblem::ForbiddenCharacter);
     }
-    let segments: Vec<&str> = path[1..].split('/').collect();
-    let last = segments.len() - 1;
-    for (index, segment) in segments.iter().enumerate() {
-        if segment.is_empty() {
-            return Err(if index == last {
-                PathProblem::TrailingSlash
-            } else {
-                PathProblem::EmptySegment
-            });
+    let bytes = path.as_bytes();
+    let mut start = 1;
+    loop {
+        let end = bytes[start..]
+            .iter()
+            .position(|b| *b == b'/')
+            .map_or(bytes.len(), |length| start + length);
+        let last = end == bytes.len();
+        if last && (sequential || path == "/") {
+            // The server appends the sequence number to the last segment, so any is valid
+            // (`/a/` becomes `/a/0000000001`, `/a/.` becomes `/a/.0000000001`); and the root
+            // is the one path whose only segment is empty.
+            return Ok(());
         }
-        if *segment == "." || *segment == ".." {
-            return Err(PathProblem::RelativeSegment);
+        match &bytes[start..end] {
+            b"" if last => return Err(PathProblem::TrailingSlash),
+            b"" => return Err(PathProblem::EmptySegment),
+            b"." | b".." => return Err(PathProblem::RelativeSegment),
+            _ if last => return Ok(()),
+            _ => start = end + 1,
         }
     }
-    Ok(())
 }
 
 /// Validates a path for a read, a delete, a set or a check: [`ZkError::BadArguments`] if invalid.
@@ -303,6 +305,55 @@ mod tests {
         assert_eq!(check_path("/a//", true), Err(PathProblem::EmptySegment));
         assert_eq!(validate_create_path("/", false), Err(ZkError::BadArguments));
         assert_eq!(validate_delete_path("/"), Err(ZkError::BadArguments));
+    }
+
+    /// ZooKeeper's rules for a path, as plainly as they can be written: the oracle for
+    /// [`check_path`], which is written for speed.
+    fn plainly_checked(path: &str) -> Result<(), PathProblem> {
+        let segments: Vec<&str> = match path.strip_prefix('/') {
+            _ if path.is_empty() => return Err(PathProblem::Empty),
+            None => return Err(PathProblem::NotAbsolute),
+            Some(_) if path.chars().any(forbidden) => return Err(PathProblem::ForbiddenCharacter),
+            Some("") => return Ok(()),
+            Some(rest) => rest.split('/').collect(),
+        };
+        let last = segments.len() - 1;
+        for (index, segment) in segments.into_iter().enumerate() {
+            match segment {
+                "" if index == last => return Err(PathProblem::TrailingSlash),
+                "" => return Err(PathProblem::EmptySegment),
+                "." | ".." => return Err(PathProblem::RelativeSegment),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Paths made of segments that break each rule (a first segment other than "" makes a
+    /// relative path).
+    fn paths() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        const SEGMENTS: [&str; 8] = ["", ".", "..", "a", ".a", "a\u{0}", "é", "\u{85}"];
+        proptest::collection::vec(proptest::sample::select(&SEGMENTS[..]), 0..5)
+            .prop_map(|segments| segments.join("/"))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_path_is_checked_by_zookeepers_rules(path in paths()) {
+            proptest::prop_assert_eq!(check_path(&path, false), plainly_checked(&path));
+        }
+
+        /// A sequential create is checked as the path the server makes of it: the same path
+        /// with a sequence number appended.
+        #[test]
+        fn a_sequential_path_is_checked_as_the_server_names_it(path in paths()) {
+            proptest::prop_assume!(!path.is_empty());
+            proptest::prop_assert_eq!(
+                check_path(&path, true),
+                check_path(&format!("{path}0000000001"), false),
+            );
+        }
     }
 
     #[test]

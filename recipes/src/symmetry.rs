@@ -278,29 +278,65 @@ impl<'a> Renaming<'a> {
     /// each, up to [`MAX_SYMMETRIC_CLIENTS`] clients), so it hashes in the same pieces.
     pub fn hash_text<H: Hasher>(&self, text: &[u8], state: &mut H) {
         state.write_usize(text.len());
+        if text.len() <= SHORT_TEXT {
+            return self.hash_short_text(text, state);
+        }
         let mut rest = text;
         while let Some(mark) = rest.iter().position(|b| *b == IDENTITY_MARK as u8) {
             state.write(&rest[..=mark]);
             rest = &rest[mark + 1..];
-            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-            let client = rest[..digits].iter().try_fold(0u32, |number, digit| {
-                number.checked_mul(10)?.checked_add(u32::from(digit - b'0'))
-            });
-            match client {
-                Some(client) if digits > 0 && (client as usize) < self.all.clients() => {
+            match self.token_at(rest) {
+                Some(client) => {
                     self.identity(client, 3, state);
+                    rest = &rest[1..];
                 }
-                _ => {
-                    state.write_u8(0);
-                    state.write(&rest[..digits]);
-                }
+                None => state.write_u8(0),
             }
-            rest = &rest[digits..];
         }
         state.write(rest);
         state.write_u8(0xff);
     }
+
+    /// [`Renaming::hash_text`] for a text of at most [`SHORT_TEXT`] bytes (most names and
+    /// paths), in one piece: a copy with each token's digit renamed (or, for a skeleton, blank
+    /// and recorded), and where the tokens are. A renamed text has its tokens in the same
+    /// places, so it hashes the same way.
+    fn hash_short_text<H: Hasher>(&self, text: &[u8], state: &mut H) {
+        let mut copy = [0u8; SHORT_TEXT];
+        let copy = &mut copy[..text.len()];
+        copy.copy_from_slice(text);
+        let mut tokens = 0u64;
+        let mut from = 0;
+        while let Some(mark) = copy[from..].iter().position(|b| *b == IDENTITY_MARK as u8) {
+            let digit = from + mark + 1;
+            from = digit;
+            let Some(client) = self.token_at(&copy[digit..]) else {
+                continue;
+            };
+            tokens |= 1 << digit;
+            copy[digit] = match self.recorder {
+                Some(recorder) => {
+                    recorder.slots.borrow_mut().push(Slot::Client(client));
+                    0
+                }
+                None => b'0' + self.client(client) as u8,
+            };
+        }
+        state.write(copy);
+        state.write_u64(tokens);
+    }
+
+    /// The client of the identity token whose digits start `digits` (after its mark), if one
+    /// is there: one digit, naming one of the clients, and no digit after it.
+    fn token_at(&self, digits: &[u8]) -> Option<u32> {
+        let client = u32::from(digits.first()?.wrapping_sub(b'0'));
+        let one_digit = !digits.get(1).is_some_and(u8::is_ascii_digit);
+        (client < self.all.clients() as u32 && one_digit).then_some(client)
+    }
 }
+
+/// The longest text [`Renaming::hash_text`] hashes in one piece.
+const SHORT_TEXT: usize = 63;
 
 /// A value with identities in it, hashable as renamed.
 pub trait Symmetric {

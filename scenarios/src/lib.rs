@@ -129,6 +129,7 @@ impl Recipe {
             budget: self.budget,
             acting: self.acting,
             forget_settled: true,
+            symmetric: false,
         }
     }
 

@@ -128,6 +128,7 @@ mod tests {
             budget: FaultBudget::parse("drop-reply=1").expect("a budget"),
             acting: Acting::CaughtUp,
             forget_settled: true,
+            symmetric: false,
         };
         let parent = model.init_states().remove(0);
         assert!(parent.shared.is_empty(), "a fresh state has no history");

@@ -121,7 +121,9 @@
 //! name them with identity tokens, fault descriptions name clients by token too, and every
 //! part of a [`State`] hashes renamed. [`representative`] gives the depth-first search each
 //! state hashed as the least of its hashes under every renaming of its clients, so that one
-//! state of each class is explored. Exploring one is enough because renaming a reachable
+//! state of each class is explored. In that search ([`RecipeModel::symmetric`]) a state's own
+//! hash is that least hash too, and its parts' plain hashes are never computed: each part
+//! computes a hash only when first asked for one. Exploring one is enough because renaming a reachable
 //! state gives a reachable state with the same verdicts; `tests/symmetry.rs` runs renamed paths
 //! to show it for every recipe.
 //!
@@ -145,7 +147,7 @@ mod workloads;
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use stateright::{Expectation, Model, Property};
@@ -491,18 +493,44 @@ pub struct State<W: Workload> {
     /// The verdicts of the workload's judges on this state's history, one bit each (a cache:
     /// they are computed once per state whose history changed, and are a function of it).
     pub verdicts: u8,
-    /// The renamings of its clients (none past [`MAX_SYMMETRIC_CLIENTS`]): the same in every
-    /// state of a check, and no part of its hash.
+    /// The renamings of its clients, in a symmetry-reducing search only
+    /// ([`RecipeModel::symmetric`]): the same in every state of a check. A state that has them
+    /// hashes as its class: the least of its hashes under each of them (see [`representative`]).
     pub renamings: Option<Arc<Renamings>>,
-    /// Set on a symmetry-reducing search's representative only: the least hash of this state
-    /// under every renaming of its clients, which is then its whole hash (see
-    /// [`representative`]).
-    pub least_renamed_hash: Option<u64>,
+    /// The least of its hashes under every renaming of its clients, once asked for (and on a
+    /// representative, its whole hash).
+    pub least_renamed_hash: LeastRenamedHash,
 }
+
+/// A state's least renamed hash, computed once: a cache, so a copy of the state (made to be
+/// changed) starts without it, and it takes no part in comparing states.
+#[derive(Debug, Default)]
+pub struct LeastRenamedHash(OnceLock<u64>);
+
+impl LeastRenamedHash {
+    /// A cache that holds `hash`.
+    fn of(hash: u64) -> LeastRenamedHash {
+        LeastRenamedHash(OnceLock::from(hash))
+    }
+}
+
+impl Clone for LeastRenamedHash {
+    fn clone(&self) -> Self {
+        LeastRenamedHash::default()
+    }
+}
+
+impl PartialEq for LeastRenamedHash {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for LeastRenamedHash {}
 
 impl<W: Workload> Hash for State<W> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        if let Some(least) = self.least_renamed_hash {
+        if let Some(least) = self.least_renamed_hash() {
             state.write_u64(least);
             return;
         }
@@ -536,6 +564,22 @@ impl<W: Workload> Symmetric for State<W> {
 }
 
 impl<W: Workload> State<W> {
+    /// The least of this state's hashes under every renaming of its clients, if it has their
+    /// renamings (or is a representative), computed once.
+    pub fn least_renamed_hash(&self) -> Option<u64> {
+        if let Some(least) = self.least_renamed_hash.0.get() {
+            return Some(*least);
+        }
+        let renamings = self.renamings.as_ref()?;
+        let least = self.each_renamed_hash(renamings).min();
+        Some(
+            *self
+                .least_renamed_hash
+                .0
+                .get_or_init(|| least.expect("one hash per renaming")),
+        )
+    }
+
     /// This state's hash under each renaming of `all`, in their order: its parts' cached
     /// renamed hashes, the clients in their renamed order.
     pub fn each_renamed_hash<'a>(&'a self, all: &'a Renamings) -> impl Iterator<Item = u64> + 'a {
@@ -587,11 +631,12 @@ type SeatHashes<'a> = (&'a [u64], &'a [u64], Option<&'a [u64]>);
 /// the least of its hashes under every renaming of its clients, so that states equal up to a
 /// renaming hash alike (stateright calls this for every state it reaches).
 ///
-/// Stateright only hashes the representative, so where the least hash stands for the whole
-/// state, the representative is that hash and nothing else: no client is copied (the server is
-/// one shared pointer, which a state cannot be without).
+/// A state with renamings already hashes so (and stateright hashes it too, then throws that
+/// hash away: the cache makes that free). Stateright only hashes the representative, so the
+/// representative is that hash and nothing else: no client is copied (the server is one shared
+/// pointer, which a state cannot be without).
 pub fn representative<W: Workload>(state: &State<W>) -> State<W> {
-    let Some(renamings) = &state.renamings else {
+    let Some(least) = state.least_renamed_hash() else {
         return state.clone();
     };
     State {
@@ -603,7 +648,7 @@ pub fn representative<W: Workload>(state: &State<W>) -> State<W> {
         resource: FencedResource::default(),
         verdicts: 0,
         renamings: None,
-        least_renamed_hash: state.each_renamed_hash(renamings).min(),
+        least_renamed_hash: LeastRenamedHash::of(least),
     }
 }
 
@@ -781,6 +826,10 @@ pub struct RecipeModel<W: Workload> {
     /// [`Workload::settled_shared`]), so that states which differ only in how an earlier round
     /// went are one state. On in every check; off keeps the whole history (to compare the two).
     pub forget_settled: bool,
+    /// Hash each state as its class under renamings of the clients (see [`representative`]):
+    /// set by a symmetry-reducing search, for its own copy of the model
+    /// ([`Limits::symmetry`]); any other search hashes states as they are.
+    pub symmetric: bool,
 }
 
 impl<W: Workload> RecipeModel<W> {
@@ -960,7 +1009,7 @@ impl<W: Workload> Model for RecipeModel<W> {
             resource: FencedResource::new(),
             verdicts: 0,
             renamings: None,
-            least_renamed_hash: None,
+            least_renamed_hash: LeastRenamedHash::default(),
         };
         // The recipe's directories exist, as in a deployment: the race to create them is not
         // what is checked (the simulator and the unit tests cover it).
@@ -1002,7 +1051,7 @@ impl<W: Workload> Model for RecipeModel<W> {
             });
             starts.push(requests);
         }
-        if W::SYMMETRIC && self.clients <= MAX_SYMMETRIC_CLIENTS {
+        if self.symmetric && W::SYMMETRIC && self.clients <= MAX_SYMMETRIC_CLIENTS {
             let first_sessions = state.seats.iter().map(|seat| seat.client.session);
             state.renamings = Some(Arc::new(Renamings::new(first_sessions.collect())));
         }
@@ -1326,11 +1375,12 @@ impl<W: Workload> RecipeModel<W> {
                 if expired {
                     // A new session, as Curator and the simulated client open after expiry.
                     let session_id = next.zk_mut().open_session();
-                    let mut client = next.client_mut(c);
-                    client.session = session_id;
-                    client.expired_at_server = false;
-                    client.rejoined = true;
-                    drop(client);
+                    {
+                        let mut client = next.client_mut(c);
+                        client.session = session_id;
+                        client.expired_at_server = false;
+                        client.rejoined = true;
+                    }
                     let connected = Inbound::Session(SessionEvent::Connected { session_id });
                     next.queues_mut(c).inbox.push_back(connected);
                 }
@@ -1466,7 +1516,6 @@ impl<W: Workload> RecipeModel<W> {
                         let lost = Inbound::Reply(id, Err(ZkError::ConnectionLoss));
                         queues.inbox.push_back(lost);
                     }
-                    drop(queues);
                     Self::reconnect(&mut next, c);
                 }
             }

@@ -227,8 +227,14 @@ fn symmetric<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> bool {
     W::SYMMETRIC && limits.symmetry && model.clients <= MAX_SYMMETRIC_CLIENTS
 }
 
-fn builder<W: Workload>(model: &RecipeModel<W>) -> CheckerBuilder<RecipeModel<W>> {
-    model.clone().checker().threads(1)
+/// A single-threaded checker of `model`, whose states hash as their class under renamings of
+/// the clients when `symmetric` (and as themselves otherwise, whatever `model` says).
+fn builder<W: Workload>(model: &RecipeModel<W>, symmetric: bool) -> CheckerBuilder<RecipeModel<W>> {
+    let model = RecipeModel {
+        symmetric,
+        ..model.clone()
+    };
+    model.checker().threads(1)
 }
 
 /// One search in `order`, until the first violation, the end, or a limit.
@@ -238,14 +244,14 @@ fn search<W: Workload>(
     limits: Limits,
     observer: Option<&mut (dyn FnMut(&Progress) + '_)>,
 ) -> Verdict {
+    let symmetry = order == Order::DepthFirst && symmetric(model, limits);
     // stateright counts the initial state as depth 1 and skips states at the target depth.
-    let mut builder = builder(model)
+    let mut builder = builder(model, symmetry)
         .finish_when(HasDiscoveries::AnyFailures)
         .target_max_depth(limits.max_depth.saturating_add(2));
     if let Some(max_states) = limits.max_states {
         builder = builder.target_state_count(max_states);
     }
-    let symmetry = order == Order::DepthFirst && symmetric(model, limits);
     if symmetry {
         builder = builder.symmetry_fn(representative::<W>);
     }
@@ -362,7 +368,7 @@ fn breadth_first_until<W: Workload>(
     length: usize,
     max_states: Option<usize>,
 ) -> Option<Vec<Action>> {
-    let mut builder = builder(model)
+    let mut builder = builder(model, false)
         .target_max_depth(length + 2)
         .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])));
     if let Some(max_states) = max_states {
