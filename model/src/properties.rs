@@ -23,6 +23,7 @@
 //! over a sweep cannot be an empty one: the lock did change hands after a session was lost, a
 //! reply to a create was lost, a stale write was refused, a waiter was woken.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use zkh_recipes::symmetry::IDENTITY_MARK;
@@ -55,11 +56,13 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// A failing finding explained by its violation, or a passing one by its summary (unless
+    /// judged [`without_summaries`]).
     fn new(
         property: &'static str,
         class: Class,
         violation: Option<String>,
-        summary: String,
+        summary: impl FnOnce() -> String,
     ) -> Finding {
         match violation {
             Some(detail) => Finding {
@@ -72,10 +75,34 @@ impl Finding {
                 property,
                 class,
                 holds: true,
-                detail: summary,
+                detail: if SUMMARIES.get() {
+                    summary()
+                } else {
+                    String::new()
+                },
             },
         }
     }
+}
+
+thread_local! {
+    /// Whether a passing finding is summarised here now (see [`without_summaries`]).
+    static SUMMARIES: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Runs `judge`, in which passing findings come without their summary (an empty detail): for
+/// the model checker, which judges every state it reaches and reads only whether each property
+/// holds. A violation is still explained.
+pub fn without_summaries<T>(judge: impl FnOnce() -> T) -> T {
+    /// Turns summaries back on when the judging ends, even by a panic.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SUMMARIES.set(self.0);
+        }
+    }
+    let _restore = Restore(SUMMARIES.replace(false));
+    judge()
 }
 
 /// Accepted side effects on `resource`, in order: (time, client, token, detail).
@@ -118,12 +145,9 @@ pub fn mutual_exclusion(history: &impl Entries, resource: &str) -> Finding {
         }
     }
     let sections = closed.len() + usize::from(current.is_some());
-    Finding::new(
-        "mutual exclusion",
-        Class::Always,
-        violation,
-        format!("{writes} accepted writes in {sections} sections"),
-    )
+    Finding::new("mutual exclusion", Class::Always, violation, || {
+        format!("{writes} accepted writes in {sections} sections")
+    })
 }
 
 /// How many of the oldest entries of a history `entries` (oldest first, timed by their
@@ -159,12 +183,9 @@ pub fn single_acting_master(history: &impl Entries, resource: &str) -> Finding {
         }
         highest = highest.max(Some(token));
     }
-    Finding::new(
-        "single acting master",
-        Class::Always,
-        violation,
-        format!("{writes} accepted side effects"),
-    )
+    Finding::new("single acting master", Class::Always, violation, || {
+        format!("{writes} accepted side effects")
+    })
 }
 
 /// How many of the oldest entries of `entries` (oldest first) [`single_acting_master`] on
@@ -199,12 +220,9 @@ pub fn no_oversell(history: &impl Entries, resource: &str, initial: i64) -> Find
         }
         stock -= 1;
     }
-    Finding::new(
-        "no oversell",
-        Class::Always,
-        violation,
-        format!("sold {}, {stock} left", initial - stock),
-    )
+    Finding::new("no oversell", Class::Always, violation, || {
+        format!("sold {}, {stock} left", initial - stock)
+    })
 }
 
 /// **Herd free** (always): no transaction's watch events at or under `dir` wake more than one
@@ -249,15 +267,12 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
             )
         });
     let most = woken.values().map(BTreeSet::len).max().unwrap_or(0);
-    Finding::new(
-        "herd free",
-        Class::Always,
-        violation,
+    Finding::new("herd free", Class::Always, violation, || {
         format!(
             "{} waking transactions, at most {most} woken each",
             woken.len()
-        ),
-    )
+        )
+    })
 }
 
 /// The client and path of `event` if it is a read under `dir` that sets a watch: from then the
@@ -420,10 +435,12 @@ pub fn leader_elected(
     let in_time = elected_at.is_some_and(|at| at <= after_us + within_us);
     let violation =
         (!in_time).then(|| format!("no {roles:?} within {within_us} us of {after_us} us"));
-    let summary = format!(
-        "elected {} us after the heal",
-        elected_at.map_or(0, |at| at - after_us)
-    );
+    let summary = || {
+        format!(
+            "elected {} us after the heal",
+            elected_at.map_or(0, |at| at - after_us)
+        )
+    };
     Finding::new("leader elected", Class::Eventually, violation, summary)
 }
 
@@ -497,7 +514,7 @@ pub fn no_shard_executed_twice(history: &impl Entries, job: &str) -> Finding {
                     clients.len()
                 )
             });
-    let summary = format!("{} (item, cycle) runs, each once", runs.len());
+    let summary = || format!("{} (item, cycle) runs, each once", runs.len());
     Finding::new("no shard executed twice", Class::Always, violation, summary)
 }
 
@@ -523,7 +540,7 @@ pub fn no_shard_lost(
             missing.len()
         )
     });
-    let summary = format!("{items} items ran in each of cycles {cycles:?}");
+    let summary = || format!("{items} items ran in each of cycles {cycles:?}");
     Finding::new("no shard lost", Class::Eventually, violation, summary)
 }
 

@@ -65,6 +65,27 @@ fn mutual_exclusion_and_single_acting_master() {
 }
 
 #[test]
+fn a_checker_judges_without_summaries_but_still_hears_why_a_property_failed() {
+    let mut good = History::new();
+    write(&mut good, 1, 0, 5, true, "reserve read=2");
+    let mut bad = good.clone();
+    write(&mut bad, 2, 1, 9, true, "reserve read=2");
+    write(&mut bad, 3, 0, 5, true, "sell read=2");
+    let summary = properties::mutual_exclusion(&good, "stock").detail;
+    assert_eq!(summary, "1 accepted writes in 1 sections");
+    let (quiet, failed) = properties::without_summaries(|| {
+        (
+            properties::mutual_exclusion(&good, "stock"),
+            properties::mutual_exclusion(&bad, "stock"),
+        )
+    });
+    assert!(quiet.holds && quiet.detail.is_empty(), "{}", quiet.detail);
+    assert!(!failed.holds && failed.detail.contains("token Some(5)"));
+    let after = properties::mutual_exclusion(&good, "stock").detail;
+    assert_eq!(after, summary, "summaries come back once the judging ends");
+}
+
+#[test]
 fn herd_free_counts_the_waiting_clients_one_transaction_woke() {
     let dir = "/locks/stock";
     let watch = |client, zxid| HistoryEvent::Watch {

@@ -364,7 +364,12 @@ pub fn renamed_hash<T: Symmetric + ?Sized>(value: &T, renaming: &Renaming<'_>) -
 /// those members' renamed hashes, as the set itself would hash. Only a value with renamed
 /// hashes of its own (which it must not compute again here) is hashed once per renaming.
 pub fn renamed_hashes<T: Symmetric + ?Sized>(value: &T, all: &Renamings) -> Box<[u64]> {
-    let recorder = Recorder::default();
+    // Most values with identities have a few (a machine's paths and sessions): room for them
+    // from the start.
+    let recorder = Recorder {
+        slots: RefCell::new(Vec::with_capacity(16)),
+        ..Recorder::default()
+    };
     let recording = Renaming {
         all,
         index: 0,
