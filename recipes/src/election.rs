@@ -23,6 +23,7 @@
 //! the first's node), and both believe they lead.
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -86,9 +87,9 @@ const LATCH_ID_SHIFT: u32 = 40;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ElectionMachine {
     variant: ElectionVariant,
-    job: String,
-    instance: String,
-    uuid: String,
+    job: Arc<str>,
+    instance: Arc<str>,
+    uuid: Arc<str>,
     ids: Ids,
     round: u64,
     latch: Option<LatchMachine>,
@@ -110,9 +111,9 @@ impl ElectionMachine {
     pub fn new(variant: ElectionVariant, job: &str, instance: &str, uuid: &str) -> ElectionMachine {
         ElectionMachine {
             variant,
-            job: job.to_owned(),
-            instance: instance.to_owned(),
-            uuid: uuid.to_owned(),
+            job: job.into(),
+            instance: instance.into(),
+            uuid: uuid.into(),
             ids: Ids::default(),
             round: 0,
             latch: None,

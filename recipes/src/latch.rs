@@ -30,6 +30,7 @@
 //!   that node; another participant then leads too.
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -93,12 +94,12 @@ enum Step {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LatchMachine {
     variant: LatchVariant,
-    dir: String,
-    uuid: String,
+    dir: Arc<str>,
+    uuid: Arc<str>,
     /// Nodes created so far: part of the protection id, fresh for every create as in Curator.
     creates: u32,
-    prefix: String,
-    participant: String,
+    prefix: Arc<str>,
+    participant: Arc<str>,
     ids: Ids,
     started: bool,
     leader: bool,
@@ -114,11 +115,11 @@ impl LatchMachine {
     pub fn new(variant: LatchVariant, dir: &str, participant: &str, uuid: &str) -> LatchMachine {
         LatchMachine {
             variant,
-            dir: dir.to_owned(),
-            uuid: uuid.to_owned(),
+            dir: dir.into(),
+            uuid: uuid.into(),
             creates: 0,
-            prefix: String::new(),
-            participant: participant.to_owned(),
+            prefix: "".into(),
+            participant: participant.into(),
             ids: Ids::default(),
             started: false,
             leader: false,
@@ -149,7 +150,7 @@ impl LatchMachine {
                 mode: CreateMode::EphemeralSequential,
             },
             Step::FindOwn | Step::List => Request::GetChildren {
-                path: self.dir.clone(),
+                path: self.dir.to_string(),
                 watch: false,
             },
             Step::CheckOwner => Request::Exists {
@@ -205,7 +206,7 @@ impl LatchMachine {
     /// after a lost reply, keep it).
     fn new_create(&mut self, out: &mut Vec<Command<LatchReport>>) {
         self.creates += 1;
-        self.prefix = format!("_c_{}-{}-latch-", self.uuid, self.creates);
+        self.prefix = format!("_c_{}-{}-latch-", self.uuid, self.creates).into();
         self.issue(Step::Create, out);
     }
 
@@ -246,7 +247,7 @@ impl LatchMachine {
                 self.issue(Step::CreateParents(ancestors(&self.dir)), out);
             }
             (Step::FindOwn, Ok(Response::Children(children, _))) => {
-                match children.iter().find(|c| c.starts_with(&self.prefix)) {
+                match children.iter().find(|c| c.starts_with(&*self.prefix)) {
                     Some(own) => {
                         self.node = Some(join(&self.dir, own));
                         self.issue(Step::List, out);

@@ -33,6 +33,7 @@
 //! Not modelled: read/write locks, revocation.
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -135,11 +136,11 @@ enum AfterDelete {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LockMachine {
     variant: LockVariant,
-    dir: String,
-    uuid: String,
+    dir: Arc<str>,
+    uuid: Arc<str>,
     /// Acquire attempts so far: part of the protection id.
     attempts: u32,
-    prefix: String,
+    prefix: Arc<str>,
     ids: Ids,
     phase: Phase,
     step: Option<(OpId, Step)>,
@@ -157,10 +158,10 @@ impl LockMachine {
     pub fn new(variant: LockVariant, dir: &str, uuid: &str) -> LockMachine {
         LockMachine {
             variant,
-            dir: dir.to_owned(),
-            uuid: uuid.to_owned(),
+            dir: dir.into(),
+            uuid: uuid.into(),
             attempts: 0,
-            prefix: String::new(),
+            prefix: "".into(),
             ids: Ids::default(),
             phase: Phase::Idle,
             step: None,
@@ -197,11 +198,11 @@ impl LockMachine {
                 mode: CreateMode::EphemeralSequential,
             },
             Step::FindOwn => Request::GetChildren {
-                path: self.dir.clone(),
+                path: self.dir.to_string(),
                 watch: false,
             },
             Step::List => Request::GetChildren {
-                path: self.dir.clone(),
+                path: self.dir.to_string(),
                 watch: self.variant == LockVariant::Herd,
             },
             Step::WatchPredecessor | Step::Token => unreachable!("issued by on_children"),
@@ -273,9 +274,9 @@ impl LockMachine {
                 self.phase = Phase::Acquiring;
                 self.attempts += 1;
                 self.prefix = match self.variant {
-                    LockVariant::Unprotected => "lock-".to_owned(),
+                    LockVariant::Unprotected => "lock-".into(),
                     LockVariant::Correct | LockVariant::Herd => {
-                        format!("_c_{}-{}-lock-", self.uuid, self.attempts)
+                        format!("_c_{}-{}-lock-", self.uuid, self.attempts).into()
                     }
                 };
                 if let Some(after_ms) = timeout_ms {
@@ -350,7 +351,7 @@ impl LockMachine {
             },
             Step::FindOwn => match result {
                 Ok(Response::Children(children, _)) => {
-                    match children.iter().find(|c| c.starts_with(&self.prefix)) {
+                    match children.iter().find(|c| c.starts_with(&*self.prefix)) {
                         Some(own) => {
                             self.node = Some(join(&self.dir, own));
                             self.token = None;
