@@ -284,7 +284,7 @@ impl LatchMachine {
 
     fn check_leadership(&mut self, children: Vec<String>, out: &mut Vec<Command<LatchReport>>) {
         let mut latches: Vec<&String> = children.iter().filter(|c| c.contains("latch-")).collect();
-        latches.sort_by_key(|c| c.rsplit("latch-").next().map(str::to_owned));
+        latches.sort_by(|a, b| a.rsplit("latch-").next().cmp(&b.rsplit("latch-").next()));
         let own = self
             .node
             .as_deref()

@@ -81,6 +81,7 @@
 //!   takes that run with it (the claim is what makes a run happen at most once).
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use stateright::Expectation;
 use zkh_recipes::elastic_job::{JobMachine, JobReport, JobRequest, JobVariant};
@@ -152,8 +153,7 @@ fn waits_for_the_leaders_trigger(machine: &JobMachine, zk: &ZkModel) -> bool {
 
 /// The job's `leader/sharding/necessary`, built once: the checker asks for it in every state
 /// where the leader has fired its last judged cycle.
-static NECESSARY: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| JobPaths::new(JOB_DIR).necessary());
+static NECESSARY: LazyLock<String> = LazyLock::new(|| JobPaths::new(JOB_DIR).necessary());
 
 /// Whether `leader/sharding/necessary` exists on the server.
 fn necessary_raised(zk: &ZkModel) -> bool {
@@ -315,21 +315,24 @@ impl Workload for JobWorkload {
         leadership_ends(&mut app.leading, effects, client);
     }
 
-    fn judges() -> Vec<Judge<Self>> {
+    fn judges() -> &'static [Judge<Self>] {
         use Expectation::{Always, Eventually, Sometimes};
-        vec![
-            judge("no shard executed twice", Always, |h, _| {
-                properties::no_shard_executed_twice(h, JOB_DIR)
-            }),
-            judge("herd free", Always, |h, _| {
-                properties::herd_free(h, ELECTION_LATCH_DIR)
-            }),
-            judge("leader elected", Eventually, |h, s| elected(h, s, "leader")),
-            judge("no shard lost", Eventually, no_shard_lost),
-            judge("an item failed over", Sometimes, |h, _| {
-                sometimes::item_failed_over(h, JOB_DIR)
-            }),
-        ]
+        static JUDGES: LazyLock<Vec<Judge<JobWorkload>>> = LazyLock::new(|| {
+            vec![
+                judge("no shard executed twice", Always, |h, _| {
+                    properties::no_shard_executed_twice(h, JOB_DIR)
+                }),
+                judge("herd free", Always, |h, _| {
+                    properties::herd_free(h, ELECTION_LATCH_DIR)
+                }),
+                judge("leader elected", Eventually, |h, s| elected(h, s, "leader")),
+                judge("no shard lost", Eventually, no_shard_lost),
+                judge("an item failed over", Sometimes, |h, _| {
+                    sometimes::item_failed_over(h, JOB_DIR)
+                }),
+            ]
+        });
+        &JUDGES
     }
 
     /// Only "herd free" reads a client's own entries (its requests and watch events on the

@@ -335,8 +335,9 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     fn crashed(&self, app: &mut Self::App, effects: &mut Vec<HistoryEvent>, client: u32) {
         let _ = (app, effects, client);
     }
-    /// The properties, each judged on the state's history (at most [`MAX_JUDGES`]).
-    fn judges() -> Vec<Judge<Self>>;
+    /// The properties, each judged on the state's history (at most [`MAX_JUDGES`]): built
+    /// once, since every state judged asks for them.
+    fn judges() -> &'static [Judge<Self>];
     /// A client's own entries (`own`, oldest first) reduced to the least that gives every
     /// judge of this workload the same verdict, of this state and of any state after it, in a
     /// state where every `always` property holds. `in_flight` holds the zxids of the watch

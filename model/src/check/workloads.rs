@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::{LazyLock, OnceLock};
 
 use stateright::Expectation;
 use zkh_recipes::election::{ElectionMachine, ElectionReport, ElectionRequest, ElectionVariant};
@@ -235,23 +236,26 @@ impl Workload for LockWorkload {
         done_with_the_lock(app, effects, client);
     }
 
-    fn judges() -> Vec<Judge<Self>> {
+    fn judges() -> &'static [Judge<Self>] {
         use Expectation::{Always, Eventually, Sometimes};
-        vec![
-            judge("mutual exclusion", Always, |h, _| {
-                properties::mutual_exclusion(h, RESOURCE)
-            }),
-            judge("herd free", Always, |h, _| {
-                properties::herd_free(h, LOCK_DIR)
-            }),
-            judge("leader elected", Eventually, |h, s| elected(h, s, "holder")),
-            judge(LOCK_CHANGED, Sometimes, |h, _| {
-                sometimes::role_changed_hands_after_a_loss(h, &["holder"])
-            }),
-            judge("a waiter was woken", Sometimes, |h, _| {
-                sometimes::waiter_woken(h, LOCK_DIR)
-            }),
-        ]
+        static JUDGES: LazyLock<Vec<Judge<LockWorkload>>> = LazyLock::new(|| {
+            vec![
+                judge("mutual exclusion", Always, |h, _| {
+                    properties::mutual_exclusion(h, RESOURCE)
+                }),
+                judge("herd free", Always, |h, _| {
+                    properties::herd_free(h, LOCK_DIR)
+                }),
+                judge("leader elected", Eventually, |h, s| elected(h, s, "holder")),
+                judge(LOCK_CHANGED, Sometimes, |h, _| {
+                    sometimes::role_changed_hands_after_a_loss(h, &["holder"])
+                }),
+                judge("a waiter was woken", Sometimes, |h, _| {
+                    sometimes::waiter_woken(h, LOCK_DIR)
+                }),
+            ]
+        });
+        &JUDGES
     }
 
     /// Only "herd free" reads what a client did under the lock: the writes are shared
@@ -342,6 +346,29 @@ pub trait LeaderRecipe: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 's
         let _ = report;
         false
     }
+    /// Where its judges are kept once built: a static of the implementing type's own.
+    fn judged_by() -> &'static OnceLock<Vec<Judge<Self>>>;
+}
+
+/// The judges of a leader recipe `R` (see [`LeaderRecipe`]).
+fn leader_judges<R: LeaderRecipe>() -> Vec<Judge<R>> {
+    use Expectation::{Always, Eventually, Sometimes};
+    let mut judges = vec![judge("single acting master", Always, |h, _| {
+        properties::single_acting_master(h, RESOURCE)
+    })];
+    if R::QUEUE.is_some() {
+        judges.push(judge("herd free", Always, herd_free::<R>));
+    }
+    judges.push(judge("leader elected", Eventually, |h, s| {
+        elected(h, s, "leader")
+    }));
+    judges.push(judge(LEADERSHIP_CHANGED, Sometimes, |h, _| {
+        sometimes::role_changed_hands_after_a_loss(h, &["leader"])
+    }));
+    if R::WAITERS_WAKE {
+        judges.push(judge("a waiter was woken", Sometimes, waiter_woken::<R>));
+    }
+    judges
 }
 
 impl<R: LeaderRecipe> Workload for R {
@@ -410,24 +437,8 @@ impl<R: LeaderRecipe> Workload for R {
         leadership_ends(&mut app.leading, effects, client);
     }
 
-    fn judges() -> Vec<Judge<Self>> {
-        use Expectation::{Always, Eventually, Sometimes};
-        let mut judges = vec![judge("single acting master", Always, |h, _| {
-            properties::single_acting_master(h, RESOURCE)
-        })];
-        if R::QUEUE.is_some() {
-            judges.push(judge("herd free", Always, herd_free::<R>));
-        }
-        judges.push(judge("leader elected", Eventually, |h, s| {
-            elected(h, s, "leader")
-        }));
-        judges.push(judge(LEADERSHIP_CHANGED, Sometimes, |h, _| {
-            sometimes::role_changed_hands_after_a_loss(h, &["leader"])
-        }));
-        if R::WAITERS_WAKE {
-            judges.push(judge("a waiter was woken", Sometimes, waiter_woken::<R>));
-        }
-        judges
+    fn judges() -> &'static [Judge<Self>] {
+        R::judged_by().get_or_init(leader_judges::<R>)
     }
 
     /// Only "herd free", where the recipe queues its waiters, reads a client's own entries:
@@ -521,6 +532,11 @@ impl LeaderRecipe for LatchWorkload {
             LatchReport::NotLeader | LatchReport::Closed | LatchReport::Failed(_) => None,
         }
     }
+
+    fn judged_by() -> &'static OnceLock<Vec<Judge<Self>>> {
+        static JUDGES: OnceLock<Vec<Judge<LatchWorkload>>> = OnceLock::new();
+        &JUDGES
+    }
 }
 
 /// Elastic-Job's per-job election. "Herd free" is judged on the election's latch: every
@@ -555,6 +571,11 @@ impl LeaderRecipe for ElectionWorkload {
             ElectionReport::Leader { token } => Some(token),
             ElectionReport::NotLeader | ElectionReport::Follower => None,
         }
+    }
+
+    fn judged_by() -> &'static OnceLock<Vec<Judge<Self>>> {
+        static JUDGES: OnceLock<Vec<Judge<ElectionWorkload>>> = OnceLock::new();
+        &JUDGES
     }
 }
 
@@ -594,6 +615,11 @@ impl LeaderRecipe for MasterWorkload {
     /// The book's master stops when its session expires (its process exits).
     fn stops(report: &MasterReport) -> bool {
         *report == MasterReport::Stopped
+    }
+
+    fn judged_by() -> &'static OnceLock<Vec<Judge<Self>>> {
+        static JUDGES: OnceLock<Vec<Judge<MasterWorkload>>> = OnceLock::new();
+        &JUDGES
     }
 }
 
