@@ -868,6 +868,38 @@ mod tests {
     }
 
     #[test]
+    fn many_identities_hash_renamed_as_the_renamed_value_does() {
+        let all = renamings();
+        // More identities than one packed word holds, in an order a renaming keeps.
+        let names = |clients: &[usize]| -> String {
+            let names: Vec<String> = clients.iter().map(|c| identity_of(*c)).collect();
+            names.join("/")
+        };
+        let order: Vec<usize> = (0..40).map(|i| (i * 7 + i / 3) % 3).collect();
+        let value = (names(&order), identity_of(1));
+        let hashes = renamed_hashes(&value, &all);
+        for renaming in all.iter() {
+            let to = |c: usize| renaming.client(c as u32) as usize;
+            let renamed: Vec<usize> = order.iter().map(|c| to(*c)).collect();
+            let renamed = (names(&renamed), identity_of(to(1)));
+            assert_eq!(
+                hashes[renaming.index()],
+                renamed_hashes(&renamed, &all)[0],
+                "renaming {}",
+                renaming.index()
+            );
+        }
+        let mut swapped = order.clone();
+        swapped.swap(0, 20);
+        assert_ne!(order, swapped, "the swap changes the order");
+        let other = renamed_hashes(&(names(&swapped), identity_of(1)), &all);
+        assert!(
+            !other.contains(&hashes[0]),
+            "which identity stands where still counts"
+        );
+    }
+
+    #[test]
     fn text_without_tokens_and_long_text_hash_as_themselves() {
         let all = renamings();
         let rotation = rotation(&all);
