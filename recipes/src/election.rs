@@ -84,7 +84,12 @@ enum Step {
 const LATCH_ID_SHIFT: u32 = 40;
 
 /// Elastic-Job's `LeaderService` election as a state machine.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Its hash (plain and renamed) leaves out what is fixed when it is made: its job, its instance and its uuid. In a model
+/// checker's state a client's machine always holds its own (a renaming of the clients moves
+/// them with the client), so they tell no two states apart, and hashing them on every step
+/// would only cost time.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ElectionMachine {
     variant: ElectionVariant,
     job: Arc<str>,
@@ -451,14 +456,51 @@ impl Election {
 
 crate::symmetric_as_hash!(Step);
 
-/// The election's identities: its instance id and uuid, its session, and its round's latch.
+/// Everything but what is fixed when the machine is made (see [`ElectionMachine`]).
+impl Hash for ElectionMachine {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let ElectionMachine {
+            variant,
+            job: _,
+            instance: _,
+            uuid: _,
+            ids,
+            round,
+            latch,
+            step,
+            leader,
+            electing,
+            retry,
+            session,
+            elect_when_closed,
+            latch_closing,
+        } = self;
+        (
+            variant,
+            ids,
+            round,
+            latch,
+            step,
+            leader,
+            electing,
+            retry,
+            session,
+            elect_when_closed,
+            latch_closing,
+        )
+            .hash(state);
+    }
+}
+
+/// The election's identities: its session and its round's latch (its instance id and uuid are
+/// fixed: see [`ElectionMachine`]).
 impl Symmetric for ElectionMachine {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
         let ElectionMachine {
             variant,
-            job,
-            instance,
-            uuid,
+            job: _,
+            instance: _,
+            uuid: _,
             ids,
             round,
             latch,
@@ -472,7 +514,6 @@ impl Symmetric for ElectionMachine {
         } = self;
         (variant, ids, round, step, retry, leader, electing).hash(state);
         (elect_when_closed, latch_closing).hash(state);
-        (job, instance, uuid).hash_renamed(renaming, state);
         (latch, session).hash_renamed(renaming, state);
     }
 }
