@@ -1,6 +1,6 @@
-//! [`Shared`]: a part of a model checker's state that states share until one of them changes
-//! it, with its hash computed at most once per change (when first asked for) (the server model's tree, watches and sessions
-//! are each one, and so is each client of the checker's state).
+//! [`Shared`]: a part of a model checker's state that states share until one of them changes it,
+//! with its hash computed at most once per change, when first asked for. The server model's tree,
+//! watches and sessions are each one, and so is each client of the checker's state.
 //!
 //! The checker clones a state for every action and hashes every state it reaches. Most actions
 //! change one client, or the server, or nothing of either: sharing the rest behind an `Arc`

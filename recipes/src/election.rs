@@ -85,10 +85,10 @@ const LATCH_ID_SHIFT: u32 = 40;
 
 /// Elastic-Job's `LeaderService` election as a state machine.
 ///
-/// Its hash (plain and renamed) leaves out what is fixed when it is made: its job, its instance and its uuid. In a model
-/// checker's state a client's machine always holds its own (a renaming of the clients moves
-/// them with the client), so they tell no two states apart, and hashing them on every step
-/// would only cost time.
+/// Its hash (plain and renamed) leaves out what is fixed when it is made: its job, its instance and
+/// its uuid. In a model checker's state a client's machine always holds its own (a renaming of the
+/// clients moves them with the client), so they tell no two states apart, and hashing them on every
+/// step would only cost time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ElectionMachine {
     variant: ElectionVariant,

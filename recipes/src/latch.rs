@@ -92,10 +92,10 @@ enum Step {
 
 /// Curator's `LeaderLatch` as a state machine.
 ///
-/// Its hash (plain and renamed) leaves out what is fixed when it is made: its directory, its uuid and its participant id. In a model
-/// checker's state a client's machine always holds its own (a renaming of the clients moves
-/// them with the client), so they tell no two states apart, and hashing them on every step
-/// would only cost time.
+/// Its hash (plain and renamed) leaves out what is fixed when it is made: its directory, its uuid
+/// and its participant id. In a model checker's state a client's machine always holds its own (a
+/// renaming of the clients moves them with the client), so they tell no two states apart, and
+/// hashing them on every step would only cost time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LatchMachine {
     variant: LatchVariant,

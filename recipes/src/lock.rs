@@ -134,10 +134,10 @@ enum AfterDelete {
 
 /// Curator's `InterProcessMutex` as a state machine.
 ///
-/// Its hash (plain and renamed) leaves out what is fixed when it is made: its directory and its uuid. In a model
-/// checker's state a client's machine always holds its own (a renaming of the clients moves
-/// them with the client), so they tell no two states apart, and hashing them on every step
-/// would only cost time.
+/// Its hash (plain and renamed) leaves out what is fixed when it is made: its directory and its
+/// uuid. In a model checker's state a client's machine always holds its own (a renaming of the
+/// clients moves them with the client), so they tell no two states apart, and hashing them on every
+/// step would only cost time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockMachine {
     variant: LockVariant,

@@ -123,9 +123,9 @@
 //! state hashed as the least of its hashes under every renaming of its clients, so that one
 //! state of each class is explored. In that search ([`RecipeModel::symmetric`]) a state's own
 //! hash is that least hash too, and its parts' plain hashes are never computed: each part
-//! computes a hash only when first asked for one. Exploring one is enough because renaming a reachable
-//! state gives a reachable state with the same verdicts; `tests/symmetry.rs` runs renamed paths
-//! to show it for every recipe.
+//! computes a hash only when first asked for one. Exploring one is enough because renaming a
+//! reachable state gives a reachable state with the same verdicts; `tests/symmetry.rs` runs
+//! renamed paths to show it for every recipe.
 //!
 //! # Random walks
 //!
