@@ -25,6 +25,7 @@ fn model<W: Workload>(workload: W, clients: usize, faults: &str) -> RecipeModel<
         acting: Acting::CaughtUp,
         forget_settled: true,
         symmetric: false,
+        one_invariant: false,
     }
 }
 
@@ -289,6 +290,7 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         acting: Acting::CaughtUp,
         forget_settled: true,
         symmetric: false,
+        one_invariant: false,
     };
     let verdict = check(&model);
     assert_eq!(verdict.violation, None);
@@ -314,6 +316,7 @@ fn no_watch_backups_leave_the_application_without_a_master_after_its_expiry() {
         acting: Acting::CaughtUp,
         forget_settled: true,
         symmetric: false,
+        one_invariant: false,
     };
     caught("no-watch", &model("expire=1"), "leader elected", 9);
     caught(
@@ -478,7 +481,9 @@ fn trust_owners_leaves_a_dead_instance_owning_items_in_every_later_cycle() {
 
 /// One item per idle instance: of three items, the instance that owns two crashes before its
 /// second cycle, and the survivor fails over only one of them. The path is past the
-/// breadth-first probe, so the depth-first search finds it.
+/// breadth-first probe, so the depth-first search finds it, and too deep to shorten within
+/// `SHORTEN_STATES`: its length is the first failing path depth first (263 steps while the
+/// search got each property apart and kept the last failing path of its block).
 #[test]
 #[ignore = "about 10 s in release; scripts/test-all runs it"]
 fn one_item_per_idle_loses_an_item_of_a_crashed_instance() {
@@ -487,9 +492,10 @@ fn one_item_per_idle_loses_an_item_of_a_crashed_instance() {
     let violation = verdict.violation.expect("a violation");
     assert_eq!(violation.property, "no shard lost");
     assert_eq!(verdict.search, Order::DepthFirst);
+    assert!(!violation.shortest, "the depth-first path was shortened");
     assert_eq!(
         violation.path.len(),
-        263,
+        267,
         "the counterexample's length drifted"
     );
 }

@@ -42,6 +42,7 @@ fn models<W: Workload>(workload: W, acting: Acting) -> (RecipeModel<W>, RecipeMo
         acting,
         forget_settled: true,
         symmetric: false,
+        one_invariant: false,
     };
     let whole = RecipeModel {
         forget_settled: false,

@@ -33,6 +33,7 @@ fn model<W: Workload>(workload: W, acting: Acting) -> RecipeModel<W> {
         acting,
         forget_settled: true,
         symmetric: true,
+        one_invariant: false,
     }
 }
 

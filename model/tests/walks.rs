@@ -34,6 +34,7 @@ fn model<W: Workload>(workload: W, clients: usize, faults: &str, acting: Acting)
         acting,
         forget_settled: true,
         symmetric: false,
+        one_invariant: false,
     }
 }
 

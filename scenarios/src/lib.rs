@@ -130,6 +130,7 @@ impl Recipe {
             acting: self.acting,
             forget_settled: true,
             symmetric: false,
+            one_invariant: false,
         }
     }
 

@@ -129,6 +129,7 @@ mod tests {
             acting: Acting::CaughtUp,
             forget_settled: true,
             symmetric: false,
+            one_invariant: false,
         };
         let parent = model.init_states().remove(0);
         assert!(parent.shared.is_empty(), "a fresh state has no history");

@@ -831,6 +831,12 @@ pub struct RecipeModel<W: Workload> {
     /// set by a symmetry-reducing search, for its own copy of the model
     /// ([`Limits::symmetry`]); any other search hashes states as they are.
     pub symmetric: bool,
+    /// Give stateright the `always` and `eventually` properties as one, [`INVARIANTS`], which
+    /// it looks up once per state instead of once each: set by the depth-first search, for its
+    /// own copy of the model, which then names the first of them that failed
+    /// ([`RecipeModel::first_broken_invariant`]). A breadth-first search, which may look for
+    /// one property, and the Explorer get them apart.
+    pub one_invariant: bool,
 }
 
 impl<W: Workload> RecipeModel<W> {
@@ -1166,6 +1172,25 @@ impl<W: Workload> Model for RecipeModel<W> {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
+        if self.one_invariant {
+            let sometimes = W::judges()
+                .iter()
+                .enumerate()
+                .filter(|(_, judge)| judge.expectation == Expectation::Sometimes)
+                .map(|(index, judge)| Property {
+                    expectation: Expectation::Sometimes,
+                    name: judge.name,
+                    condition: Self::VERDICTS[index],
+                });
+            return [Property {
+                expectation: Expectation::Always,
+                name: INVARIANTS,
+                condition: Self::invariants_hold,
+            }]
+            .into_iter()
+            .chain(sometimes)
+            .collect();
+        }
         W::judges()
             .iter()
             .enumerate()
@@ -1194,6 +1219,10 @@ impl<W: Workload> Model for RecipeModel<W> {
 /// The name of the model's own invariant that no application is stuck
 /// ([`RecipeModel::makes_progress`]).
 pub const PROGRESS: &str = "applications make progress";
+
+/// The name of the `always` and `eventually` properties given to stateright as one (see
+/// [`RecipeModel::one_invariant`]); never reported: the search names the one that failed.
+pub const INVARIANTS: &str = "every always and eventually property";
 
 impl<W: Workload> RecipeModel<W> {
     /// Whether `state` is a settled moment: nothing in flight to or from any live client, and
@@ -1266,6 +1295,41 @@ impl<W: Workload> RecipeModel<W> {
              settled moment, which cannot come: clients {restless:?} are not at rest with \
              nothing to do"
         )
+    }
+
+    /// Whether every `always` and `eventually` property holds in `state`, as stateright would
+    /// judge each apart (an `eventually` property at quiescence), the model's own included.
+    pub fn invariants_hold(&self, state: &State<W>) -> bool {
+        let mut quiescent = None;
+        let judged = W::judges().iter().enumerate().all(|(index, judge)| {
+            let holds = state.verdicts & (1 << index) != 0;
+            match judge.expectation {
+                Expectation::Always => holds,
+                Expectation::Eventually => {
+                    holds || !*quiescent.get_or_insert_with(|| self.quiescent(state))
+                }
+                Expectation::Sometimes => true,
+            }
+        });
+        judged && self.makes_progress(state)
+    }
+
+    /// The first `always` or `eventually` property, in the order stateright is given them
+    /// apart, that fails in `state` (where [`RecipeModel::invariants_hold`] is false).
+    ///
+    /// # Panics
+    /// If every one of them holds there.
+    pub fn first_broken_invariant(&self, state: &State<W>) -> &'static str {
+        let apart = RecipeModel {
+            one_invariant: false,
+            ..self.clone()
+        };
+        apart
+            .properties()
+            .into_iter()
+            .find(|p| p.expectation != Expectation::Sometimes && !(p.condition)(&apart, state))
+            .map(|p| p.name)
+            .expect("the invariants failed here, so one of them does")
     }
 
     /// Whether the clients are quiescent: nothing is in flight, no timer is pending, no

@@ -12,7 +12,10 @@
 //!    depth-first search down one endless branch, holding a longer path at every step, so the
 //!    search stops at [`Limits::max_depth`] and says so: the standard checks are 30 to 94 steps
 //!    deep. It explores states equal up to a renaming of the clients once
-//!    ([`Limits::symmetry`], on by default; see [`representative`](super::representative)).
+//!    ([`Limits::symmetry`], on by default; see [`representative`](super::representative)),
+//!    and gets the `always` and `eventually` properties as one, which stateright looks up once
+//!    per state, not once each; at a failure it names the first of them that fails
+//!    ([`RecipeModel::one_invariant`]). The path it keeps is the first failing one it met.
 //! 3. **The shortest counterexample**, when either search found a violation: breadth first
 //!    until that property fails (after a depth-first search, whose path can be far longer;
 //!    within [`SHORTEN_STATES`], or the depth-first path is kept and marked as not the
@@ -25,7 +28,7 @@ use stateright::{Checker, CheckerBuilder, Expectation, HasDiscoveries, Model};
 
 use zkh_recipes::symmetry::MAX_SYMMETRIC_CLIENTS;
 
-use super::{representative, Action, RecipeModel, Workload};
+use super::{representative, Action, RecipeModel, Workload, INVARIANTS};
 
 /// How many states the breadth-first probe generates before the depth-first search takes over:
 /// a few hundredths of a second, and enough for the shallow counterexamples of spaces with no
@@ -228,10 +231,17 @@ fn symmetric<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> bool {
 }
 
 /// A single-threaded checker of `model`, whose states hash as their class under renamings of
-/// the clients when `symmetric` (and as themselves otherwise, whatever `model` says).
-fn builder<W: Workload>(model: &RecipeModel<W>, symmetric: bool) -> CheckerBuilder<RecipeModel<W>> {
+/// the clients when `symmetric` (and as themselves otherwise), and which gets the `always` and
+/// `eventually` properties as one when `one_invariant` (and apart otherwise), whatever `model`
+/// says.
+fn builder<W: Workload>(
+    model: &RecipeModel<W>,
+    symmetric: bool,
+    one_invariant: bool,
+) -> CheckerBuilder<RecipeModel<W>> {
     let model = RecipeModel {
         symmetric,
+        one_invariant,
         ..model.clone()
     };
     model.checker().threads(1)
@@ -246,7 +256,10 @@ fn search<W: Workload>(
 ) -> Verdict {
     let symmetry = order == Order::DepthFirst && symmetric(model, limits);
     // stateright counts the initial state as depth 1 and skips states at the target depth.
-    let mut builder = builder(model, symmetry)
+    // Depth first, stateright looks each property up once per state: the invariants as one
+    // cost one lookup (breadth first, the probe is short and a shortening needs them apart).
+    let one_invariant = order == Order::DepthFirst;
+    let mut builder = builder(model, symmetry, one_invariant)
         .finish_when(HasDiscoveries::AnyFailures)
         .target_max_depth(limits.max_depth.saturating_add(2));
     if let Some(max_states) = limits.max_states {
@@ -259,12 +272,9 @@ fn search<W: Workload>(
         Order::BreadthFirst => Box::new(finish(builder.spawn_bfs(), order, observer)),
         Order::DepthFirst => Box::new(finish(builder.spawn_dfs(), order, observer)),
     };
-    let violation = first_failure(model, checker.as_ref()).map(|property| Violation {
+    let violation = first_failure(model, checker.as_ref()).map(|(property, path)| Violation {
         property,
-        path: checker
-            .discovery(property)
-            .expect("a failed property has a discovery")
-            .into_actions(),
+        path,
         shortest: true,
     });
     // The deepest state popped, in steps: one at the target depth means some were skipped.
@@ -328,17 +338,24 @@ fn finish<M: Model, C: Checker<M>>(
 }
 
 /// The first `always` or `eventually` property (in the model's order) that `checker` found
-/// failing.
+/// failing, and the path to its failure. Given them as one ([`INVARIANTS`]), the first that
+/// fails at the end of that one's path.
 fn first_failure<W: Workload>(
     model: &RecipeModel<W>,
     checker: &dyn Checker<RecipeModel<W>>,
-) -> Option<&'static str> {
-    let discoveries = checker.discoveries();
-    model
+) -> Option<(&'static str, Vec<Action>)> {
+    let mut discoveries = checker.discoveries();
+    if let Some(path) = discoveries.remove(INVARIANTS) {
+        let property = model.first_broken_invariant(path.last_state());
+        return Some((property, path.into_actions()));
+    }
+    let property = model
         .properties()
         .into_iter()
-        .find(|p| p.expectation != Expectation::Sometimes && discoveries.contains_key(p.name))
-        .map(|p| p.name)
+        .find(|p| p.expectation != Expectation::Sometimes && discoveries.contains_key(p.name))?
+        .name;
+    let path = discoveries.remove(property)?;
+    Some((property, path.into_actions()))
 }
 
 /// The shortest path to a failure of `property`, no longer than `found`: a breadth-first search
@@ -368,7 +385,7 @@ fn breadth_first_until<W: Workload>(
     length: usize,
     max_states: Option<usize>,
 ) -> Option<Vec<Action>> {
-    let mut builder = builder(model, false)
+    let mut builder = builder(model, false, false)
         .target_max_depth(length + 2)
         .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])));
     if let Some(max_states) = max_states {
