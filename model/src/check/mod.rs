@@ -572,13 +572,11 @@ impl<W: Workload> State<W> {
             return Some(*least);
         }
         let renamings = self.renamings.as_ref()?;
-        let least = self.each_renamed_hash(renamings).min();
-        Some(
-            *self
-                .least_renamed_hash
-                .0
-                .get_or_init(|| least.expect("one hash per renaming")),
-        )
+        let least = || {
+            let hashes = self.each_renamed_hash(renamings);
+            hashes.min().expect("one hash per renaming")
+        };
+        Some(*self.least_renamed_hash.0.get_or_init(least))
     }
 
     /// This state's hash under each renaming of `all`, in their order: its parts' cached
@@ -764,13 +762,15 @@ impl<W: Workload> State<W> {
         let history = self.recorded();
         let inherited = self.verdicts;
         let mut verdicts = 0;
-        for (index, judge) in W::judges().iter().enumerate() {
-            let bit = 1 << index;
-            let happened = judge.expectation == Expectation::Sometimes && inherited & bit != 0;
-            if happened || without_summaries(|| (judge.finding)(&history, self).holds) {
-                verdicts |= bit;
+        without_summaries(|| {
+            for (index, judge) in W::judges().iter().enumerate() {
+                let bit = 1 << index;
+                let happened = judge.expectation == Expectation::Sometimes && inherited & bit != 0;
+                if happened || (judge.finding)(&history, self).holds {
+                    verdicts |= bit;
+                }
             }
-        }
+        });
         self.verdicts = verdicts;
     }
 }
@@ -1172,47 +1172,17 @@ impl<W: Workload> Model for RecipeModel<W> {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
+        let apart = W::judges().iter().enumerate().map(Self::judged_property);
         if self.one_invariant {
-            let sometimes = W::judges()
-                .iter()
-                .enumerate()
-                .filter(|(_, judge)| judge.expectation == Expectation::Sometimes)
-                .map(|(index, judge)| Property {
-                    expectation: Expectation::Sometimes,
-                    name: judge.name,
-                    condition: Self::VERDICTS[index],
-                });
-            return [Property {
+            let one = Property {
                 expectation: Expectation::Always,
                 name: INVARIANTS,
                 condition: Self::invariants_hold,
-            }]
-            .into_iter()
-            .chain(sometimes)
-            .collect();
+            };
+            let sometimes = apart.filter(|p| p.expectation == Expectation::Sometimes);
+            return std::iter::once(one).chain(sometimes).collect();
         }
-        W::judges()
-            .iter()
-            .enumerate()
-            .map(|(index, judge)| match judge.expectation {
-                // Judged at quiescence (see the module docs).
-                Expectation::Eventually => Property {
-                    expectation: Expectation::Always,
-                    name: judge.name,
-                    condition: Self::QUIESCENT_VERDICTS[index],
-                },
-                _ => Property {
-                    expectation: judge.expectation.clone(),
-                    name: judge.name,
-                    condition: Self::VERDICTS[index],
-                },
-            })
-            .chain([Property {
-                expectation: Expectation::Always,
-                name: PROGRESS,
-                condition: Self::makes_progress,
-            }])
-            .collect()
+        apart.chain([Self::progress_property()]).collect()
     }
 }
 
@@ -1297,37 +1267,54 @@ impl<W: Workload> RecipeModel<W> {
         )
     }
 
-    /// Whether every `always` and `eventually` property holds in `state`, as stateright would
-    /// judge each apart (an `eventually` property at quiescence), the model's own included.
-    pub fn invariants_hold(&self, state: &State<W>) -> bool {
-        let mut quiescent = None;
-        let judged = W::judges().iter().enumerate().all(|(index, judge)| {
-            let holds = state.verdicts & (1 << index) != 0;
-            match judge.expectation {
-                Expectation::Always => holds,
-                Expectation::Eventually => {
-                    holds || !*quiescent.get_or_insert_with(|| self.quiescent(state))
-                }
-                Expectation::Sometimes => true,
-            }
-        });
-        judged && self.makes_progress(state)
+    /// Judge `index`'s property as stateright gets it apart: an `eventually` one judged at
+    /// quiescence (see the module docs).
+    fn judged_property((index, judge): (usize, &Judge<W>)) -> Property<Self> {
+        match judge.expectation {
+            Expectation::Eventually => Property {
+                expectation: Expectation::Always,
+                name: judge.name,
+                condition: Self::QUIESCENT_VERDICTS[index],
+            },
+            _ => Property {
+                expectation: judge.expectation.clone(),
+                name: judge.name,
+                condition: Self::VERDICTS[index],
+            },
+        }
     }
 
-    /// The first `always` or `eventually` property, in the order stateright is given them
-    /// apart, that fails in `state` (where [`RecipeModel::invariants_hold`] is false).
+    /// The model's own invariant, [`PROGRESS`].
+    fn progress_property() -> Property<Self> {
+        Property {
+            expectation: Expectation::Always,
+            name: PROGRESS,
+            condition: Self::makes_progress,
+        }
+    }
+
+    /// The `always` and `eventually` properties, in the order stateright gets them apart.
+    fn invariants_apart() -> impl Iterator<Item = Property<Self>> {
+        let judged = W::judges().iter().enumerate().map(Self::judged_property);
+        judged
+            .filter(|p| p.expectation != Expectation::Sometimes)
+            .chain([Self::progress_property()])
+    }
+
+    /// Whether every `always` and `eventually` property holds in `state`, as stateright judges
+    /// each apart.
+    pub fn invariants_hold(&self, state: &State<W>) -> bool {
+        Self::invariants_apart().all(|p| (p.condition)(self, state))
+    }
+
+    /// The first `always` or `eventually` property, in the order stateright gets them apart,
+    /// that fails in `state` (where [`RecipeModel::invariants_hold`] is false).
     ///
     /// # Panics
     /// If every one of them holds there.
     pub fn first_broken_invariant(&self, state: &State<W>) -> &'static str {
-        let apart = RecipeModel {
-            one_invariant: false,
-            ..self.clone()
-        };
-        apart
-            .properties()
-            .into_iter()
-            .find(|p| p.expectation != Expectation::Sometimes && !(p.condition)(&apart, state))
+        Self::invariants_apart()
+            .find(|p| !(p.condition)(self, state))
             .map(|p| p.name)
             .expect("the invariants failed here, so one of them does")
     }
