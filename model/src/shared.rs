@@ -13,17 +13,19 @@
 //! The hashes are foldhash's with a fixed seed: the same in every run, and several times faster
 //! than SipHash on the strings the recipes' states are full of.
 //!
-//! Both also cache their *renamed* hashes (see [`zkh_recipes::symmetry`]): the hash under each
-//! renaming of clients, computed the first time a symmetry-reducing search asks, and shared by
-//! every state that shares the value. A state's renamed hash is then again a hash of a few
-//! numbers per renaming.
+//! Both also cache their outline and their *renamed* hashes (see [`zkh_recipes::symmetry`]):
+//! the hash under a renaming of clients, computed the first time a symmetry-reducing search
+//! asks for that renaming, and shared by every state that shares the value. A state's renamed
+//! hash is then again a hash of a few numbers.
 
 use std::fmt::Debug;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
-use zkh_recipes::symmetry::{renamed_hashes, Renaming, Renamings, Symmetric};
+use zkh_recipes::symmetry::{
+    mix, ByRenaming, Outline, Recording, RenamedCache, Renaming, Renamings, Symmetric,
+};
 
 /// A shared, hash-cached value.
 #[derive(Clone, Debug)]
@@ -37,7 +39,7 @@ pub struct Shared<T> {
 struct Cached<T> {
     value: T,
     hash: OnceLock<u64>,
-    renamed: OnceLock<Box<[u64]>>,
+    renamed: RenamedCache,
 }
 
 impl<T: Clone> Clone for Cached<T> {
@@ -52,7 +54,7 @@ impl<T> Cached<T> {
         Cached {
             value,
             hash: OnceLock::new(),
-            renamed: OnceLock::new(),
+            renamed: RenamedCache::default(),
         }
     }
 }
@@ -111,14 +113,14 @@ impl<T: Hash + Clone> Hash for Shared<T> {
 }
 
 impl<T: Symmetric> Shared<T> {
-    /// The value's hash under each renaming of `all`, computed once.
-    pub fn renamed_hashes(&self, all: &Renamings) -> &[u64] {
-        let hashes = self
-            .value
-            .renamed
-            .get_or_init(|| renamed_hashes(&self.value.value, all));
-        debug_assert_eq!(hashes.len(), all.len(), "one set of renamings per check");
-        hashes
+    /// The value's outline, computed once.
+    pub fn outline(&self, all: &Renamings) -> &Outline {
+        self.value.renamed.outline(&self.value.value, all)
+    }
+
+    /// The value's hash under `renaming`, computed once.
+    pub fn hash_under(&self, renaming: &Renaming<'_>) -> u64 {
+        self.value.renamed.hash_under(&self.value.value, renaming)
     }
 }
 
@@ -127,7 +129,11 @@ impl<T: Symmetric> Symmetric for Shared<T> {
         if renaming.is_recording() {
             return renaming.unsupported();
         }
-        state.write_u64(self.renamed_hashes(renaming.all())[renaming.index()]);
+        state.write_u64(self.hash_under(renaming));
+    }
+
+    fn composite_outline(&self, all: &Renamings) -> Option<Outline> {
+        Some(*self.outline(all))
     }
 }
 
@@ -148,9 +154,9 @@ impl<T: Hash + Clone> DerefMut for SharedMut<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         let cached = Arc::make_mut(&mut self.shared.value);
         // Changed: its hashes no longer hold (a copy starts without any).
-        if cached.hash.get().is_some() || cached.renamed.get().is_some() {
+        if cached.hash.get().is_some() || !cached.renamed.is_empty() {
             cached.hash = OnceLock::new();
-            cached.renamed = OnceLock::new();
+            cached.renamed = RenamedCache::default();
         }
         &mut cached.value
     }
@@ -168,8 +174,12 @@ pub struct SharedLog<T> {
 struct Link<T> {
     entry: T,
     older: Option<Arc<Link<T>>>,
+    /// The entry's recording (see [`Recording`]).
+    entry_recording: OnceLock<Recording>,
+    /// The outline of the log up to this entry, chained like the hash.
+    outline: OnceLock<Outline>,
     /// The renamed hashes of the log up to this entry, chained like the hash.
-    renamed: OnceLock<Box<[u64]>>,
+    renamed: ByRenaming,
 }
 
 impl<T> Clone for SharedLog<T> {
@@ -200,7 +210,9 @@ impl<T: Hash> SharedLog<T> {
         self.newest = Some(Arc::new(Link {
             entry,
             older,
-            renamed: OnceLock::new(),
+            entry_recording: OnceLock::new(),
+            outline: OnceLock::new(),
+            renamed: ByRenaming::default(),
         }));
         self.len += 1;
     }
@@ -294,23 +306,84 @@ impl<T> Hash for SharedLog<T> {
 }
 
 impl<T: Symmetric> SharedLog<T> {
-    /// The log's hash under each renaming of `all` (none for an empty log), chained over its
-    /// entries: computed for the links that have none yet, oldest first.
-    pub fn renamed_hashes(&self, all: &Renamings) -> Option<&[u64]> {
+    /// The links from the newest back to the first that has what `has` asks for (excluded),
+    /// oldest first: those whose chained values must be computed, in that order.
+    fn missing(&self, has: impl Fn(&Link<T>) -> bool) -> Vec<&Link<T>> {
         let mut missing = Vec::new();
         let mut link = self.newest.as_deref();
         while let Some(current) = link {
-            if current.renamed.get().is_some() {
+            if has(current) {
                 break;
             }
             missing.push(current);
             link = current.older.as_deref();
         }
-        for current in missing.into_iter().rev() {
-            current.renamed.get_or_init(|| chain(current, all));
+        missing.reverse();
+        missing
+    }
+
+    /// The log's outline (an empty log's is opaque), chained over its entries: computed for
+    /// the links that have none yet, oldest first.
+    pub fn outline(&self, all: &Renamings) -> Outline {
+        let Some(newest) = self.newest.as_deref() else {
+            return Outline::OPAQUE;
+        };
+        if let Some(outline) = newest.outline.get() {
+            return *outline;
         }
-        let newest = self.newest.as_ref()?;
-        Some(newest.renamed.get().expect("just computed"))
+        for link in self.missing(|link| link.outline.get().is_some()) {
+            let older = link.older.as_deref().map_or(&Outline::OPAQUE, |older| {
+                older.outline.get().expect("older links are outlined first")
+            });
+            let entry = link.entry_recording(all).outline();
+            let mut chained = Outline {
+                shape: mix(older.shape, entry.shape),
+                ..Outline::OPAQUE
+            };
+            for (client, places) in chained.places.iter_mut().enumerate() {
+                let (before, now) = (older.places[client], entry.places[client]);
+                if before != 0 || now != 0 {
+                    *places = mix(before, now);
+                }
+            }
+            let _ = link.outline.set(chained);
+        }
+        *newest.outline.get().expect("just computed")
+    }
+
+    /// The log's hash under `renaming` (none for an empty log), chained over its entries:
+    /// computed for the links that have none yet under it, oldest first.
+    pub fn hash_under(&self, renaming: &Renaming<'_>) -> Option<u64> {
+        let index = renaming.index();
+        let newest = self.newest.as_deref()?;
+        if let Some(hash) = newest.renamed.get(index) {
+            return Some(hash);
+        }
+        let mut before = None;
+        for link in self.missing(|link| link.renamed.get(index).is_some()) {
+            let older = before.or_else(|| {
+                let older = link.older.as_deref()?;
+                Some(
+                    older
+                        .renamed
+                        .get(index)
+                        .expect("older links are renamed first"),
+                )
+            });
+            let recording = link.entry_recording(renaming.all());
+            let entry = recording.hash_under(&link.entry, renaming);
+            let chained = hash_of(&(older.unwrap_or(0), entry));
+            // Kept, unless this renaming is one not kept: then passed on to the next link.
+            before = Some(link.renamed.keep(index, chained));
+        }
+        Some(before.expect("the newest link was missing"))
+    }
+}
+
+impl<T: Symmetric> Link<T> {
+    fn entry_recording(&self, all: &Renamings) -> &Recording {
+        self.entry_recording
+            .get_or_init(|| Recording::of(&self.entry, all))
     }
 }
 
@@ -319,25 +392,13 @@ impl<T: Symmetric> Symmetric for SharedLog<T> {
         if renaming.is_recording() {
             return renaming.unsupported();
         }
-        let hashes = self.renamed_hashes(renaming.all());
         state.write_usize(self.len);
-        state.write_u64(hashes.map_or(0, |hashes| hashes[renaming.index()]));
+        state.write_u64(self.hash_under(renaming).unwrap_or(0));
     }
-}
 
-/// `link`'s renamed hashes, chained on its older link's (which must have theirs).
-fn chain<T: Symmetric>(link: &Link<T>, all: &Renamings) -> Box<[u64]> {
-    let older = link
-        .older
-        .as_deref()
-        .map(|older| older.renamed.get().expect("older links are renamed first"));
-    let entry = renamed_hashes(&link.entry, all);
-    all.iter()
-        .map(|renaming| {
-            let before = older.map_or(0, |hashes| hashes[renaming.index()]);
-            hash_of(&(before, entry[renaming.index()]))
-        })
-        .collect()
+    fn composite_outline(&self, all: &Renamings) -> Option<Outline> {
+        Some(self.outline(all))
+    }
 }
 
 #[cfg(test)]

@@ -20,11 +20,13 @@
 //! 1 MiB data limit, and times (`ctime` and `mtime` are 0: the model has no clock).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use std::hash::{Hash, Hasher};
 use zkh_recipes::path::{name_of, parent_of};
-use zkh_recipes::symmetry::{hash_set_of_hashes, renamed_hashes, Renaming, Renamings, Symmetric};
+use zkh_recipes::symmetry::{
+    hash_set_of_hashes, Outline, RenamedCache, Renaming, Renamings, Symmetric,
+};
 use zkh_recipes::{SessionId, Stat};
 
 /// One node.
@@ -103,29 +105,33 @@ pub struct DataTree {
     nodes: BTreeMap<Arc<str>, Arc<Held>>,
 }
 
-/// A node in the tree, with the renamed hashes of it and its path (see
+/// A node in the tree, with the outline and renamed hashes of it and its path (see
 /// [`zkh_recipes::symmetry`]) once a symmetry-reducing search asks for them. A step changes one
 /// or two nodes, so a tree's renamed hashes are then sums of cached numbers, and only the
 /// changed nodes are hashed again.
 #[derive(Debug)]
 struct Held {
     node: Node,
-    renamed: OnceLock<Box<[u64]>>,
+    renamed: RenamedCache,
 }
 
 impl Held {
     fn new(node: Node) -> Arc<Held> {
         Arc::new(Held {
             node,
-            renamed: OnceLock::new(),
+            renamed: RenamedCache::default(),
         })
     }
 
-    /// The hashes of `path` with this node under each renaming of `all`: a node is held under
-    /// one path only, so the cache is the pair's.
-    fn renamed_hashes(&self, path: &Arc<str>, all: &Renamings) -> &[u64] {
-        self.renamed
-            .get_or_init(|| renamed_hashes(&(path, &self.node), all))
+    /// The outline of `path` with this node: a node is held under one path only, so the cache
+    /// is the pair's.
+    fn outline(&self, path: &Arc<str>, all: &Renamings) -> &Outline {
+        self.renamed.outline(&(path, &self.node), all)
+    }
+
+    /// The hash of `path` with this node under `renaming`.
+    fn hash_under(&self, path: &Arc<str>, renaming: &Renaming<'_>) -> u64 {
+        self.renamed.hash_under(&(path, &self.node), renaming)
     }
 }
 
@@ -134,7 +140,7 @@ impl Clone for Held {
     fn clone(&self) -> Self {
         Held {
             node: self.node.clone(),
-            renamed: OnceLock::new(),
+            renamed: RenamedCache::default(),
         }
     }
 }
@@ -314,11 +320,18 @@ impl Symmetric for DataTree {
             // (cheap: a sum of each node's cached hashes).
             return renaming.unsupported();
         }
-        let k = renaming.index();
         let hashes = self
             .nodes
             .iter()
-            .map(|(path, held)| held.renamed_hashes(path, renaming.all())[k]);
+            .map(|(path, held)| held.hash_under(path, renaming));
         hash_set_of_hashes(hashes, state);
+    }
+
+    fn composite_outline(&self, all: &Renamings) -> Option<Outline> {
+        let mut outline = Outline::OPAQUE;
+        for (path, held) in &self.nodes {
+            outline.add_member(held.outline(path, all));
+        }
+        Some(outline)
     }
 }

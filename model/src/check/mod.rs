@@ -154,8 +154,8 @@ use stateright::{Expectation, Model, Property};
 use zkh_recipes::fencing::{FencedResource, Fencing};
 use zkh_recipes::machine::{Command, Input, Machine, OpId, TimerId};
 use zkh_recipes::symmetry::{
-    hash_ordered, renamed_hashes, Renaming, Renamings, Symmetric, IDENTITY_MARK,
-    MAX_SYMMETRIC_CLIENTS,
+    hash_ordered, least_in_order, mix, renamed_hash, Outline, Recording, Renaming, Renamings,
+    Symmetric, IDENTITY_MARK, MAX_SYMMETRIC_CLIENTS,
 };
 use zkh_recipes::{Request, SessionEvent, SessionId, WatchedEvent, ZkError};
 
@@ -496,43 +496,42 @@ pub struct State<W: Workload> {
     pub verdicts: u8,
     /// The renamings of its clients, in a symmetry-reducing search only
     /// ([`RecipeModel::symmetric`]): the same in every state of a check. A state that has them
-    /// hashes as its class: the least of its hashes under each of them (see [`representative`]).
+    /// hashes as its class (see [`State::class_hash`]).
     pub renamings: Option<Arc<Renamings>>,
-    /// The least of its hashes under every renaming of its clients, once asked for (and on a
-    /// representative, its whole hash).
-    pub least_renamed_hash: LeastRenamedHash,
+    /// Its class hash, once asked for (and on a representative, its whole hash).
+    pub class_hash: ClassHash,
 }
 
-/// A state's least renamed hash, computed once: a cache, so a copy of the state (made to be
-/// changed) starts without it, and it takes no part in comparing states.
+/// A state's class hash, computed once: a cache, so a copy of the state (made to be changed)
+/// starts without it, and it takes no part in comparing states.
 #[derive(Debug, Default)]
-pub struct LeastRenamedHash(OnceLock<u64>);
+pub struct ClassHash(OnceLock<u64>);
 
-impl LeastRenamedHash {
+impl ClassHash {
     /// A cache that holds `hash`.
-    fn of(hash: u64) -> LeastRenamedHash {
-        LeastRenamedHash(OnceLock::from(hash))
+    fn of(hash: u64) -> ClassHash {
+        ClassHash(OnceLock::from(hash))
     }
 }
 
-impl Clone for LeastRenamedHash {
+impl Clone for ClassHash {
     fn clone(&self) -> Self {
-        LeastRenamedHash::default()
+        ClassHash::default()
     }
 }
 
-impl PartialEq for LeastRenamedHash {
+impl PartialEq for ClassHash {
     fn eq(&self, _: &Self) -> bool {
         true
     }
 }
 
-impl Eq for LeastRenamedHash {}
+impl Eq for ClassHash {}
 
 impl<W: Workload> Hash for State<W> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        if let Some(least) = self.least_renamed_hash() {
-            state.write_u64(least);
+        if let Some(class) = self.class_hash() {
+            state.write_u64(class);
             return;
         }
         let State {
@@ -544,7 +543,7 @@ impl<W: Workload> Hash for State<W> {
             resource,
             verdicts,
             renamings: _,
-            least_renamed_hash: _,
+            class_hash: _,
         } = self;
         (zk, seats, abandoned, budget, shared).hash(state);
         (resource, verdicts).hash(state);
@@ -558,30 +557,71 @@ impl<W: Workload> Symmetric for State<W> {
         if renaming.is_recording() {
             return renaming.unsupported();
         }
-        let mut hashes = self.each_renamed_hash(renaming.all());
-        let hash = hashes.nth(renaming.index()).expect("one hash per renaming");
-        state.write_u64(hash);
+        state.write_u64(self.hash_under(renaming));
     }
 }
 
 impl<W: Workload> State<W> {
-    /// The least of this state's hashes under every renaming of its clients, if it has their
-    /// renamings (or is a representative), computed once.
-    pub fn least_renamed_hash(&self) -> Option<u64> {
-        if let Some(least) = self.least_renamed_hash.0.get() {
-            return Some(*least);
+    /// Its class hash, if it has the renamings of its clients (or is a representative),
+    /// computed once: the same for every renaming of the state, and for no other state.
+    ///
+    /// It is the least of the state's hashes under the renamings that put its clients in the
+    /// order of their signatures ([`State::client_signatures`]; see
+    /// [`zkh_recipes::symmetry::least_in_order`] for why that is a class hash). Usually one
+    /// renaming does, so a state is hashed once, from its parts' cached hashes under it.
+    pub fn class_hash(&self) -> Option<u64> {
+        if let Some(class) = self.class_hash.0.get() {
+            return Some(*class);
         }
-        let renamings = self.renamings.as_ref()?;
-        let least = || {
-            let hashes = self.each_renamed_hash(renamings);
-            hashes.min().expect("one hash per renaming")
+        let all = self.renamings.as_ref()?;
+        let class = || {
+            let signatures = self.client_signatures(all);
+            let signatures = &signatures[..self.seats.len()];
+            least_in_order(all, signatures, |renaming| self.hash_under(renaming))
         };
-        Some(*self.least_renamed_hash.0.get_or_init(least))
+        Some(*self.class_hash.0.get_or_init(class))
     }
 
-    /// This state's hash under each renaming of `all`, in their order: its parts' cached
-    /// renamed hashes, the clients in their renamed order.
-    pub fn each_renamed_hash<'a>(&'a self, all: &'a Renamings) -> impl Iterator<Item = u64> + 'a {
+    /// Each client's signature: what the state says about it that no renaming of the clients
+    /// changes, from its parts' outlines. Where the client appears in the server, the shared
+    /// history and the abandoned sessions; its own seat's parts, with its identities blanked,
+    /// and where it appears in them; and, as a set, each other seat's parts and where the
+    /// client appears in them.
+    pub fn client_signatures(&self, all: &Renamings) -> [u64; MAX_SYMMETRIC_CLIENTS] {
+        let abandoned = match self.abandoned.is_empty() {
+            true => Outline::OPAQUE,
+            false => *Recording::of(&self.abandoned, all).outline(),
+        };
+        let global = [*self.zk.outline(all), abandoned, self.shared.outline(all)];
+        let mut seats = [[Outline::OPAQUE; 3]; MAX_SYMMETRIC_CLIENTS];
+        for (outlines, seat) in seats.iter_mut().zip(&self.seats) {
+            let client = *seat.client.outline(all);
+            *outlines = [client, *seat.queues.outline(all), seat.log.outline(all)];
+        }
+        let clients = self.seats.len();
+        let mut signatures = [0; MAX_SYMMETRIC_CLIENTS];
+        for (client, signature) in signatures.iter_mut().enumerate().take(clients) {
+            let mut own = global.iter().fold(0, |h, part| mix(h, part.places[client]));
+            for part in &seats[client] {
+                own = mix(mix(own, part.shape), part.places[client]);
+            }
+            let mut others = 0u64;
+            for (other, parts) in seats.iter().enumerate().take(clients) {
+                if other != client {
+                    let seen = parts
+                        .iter()
+                        .fold(1, |h, part| mix(mix(h, part.shape), part.places[client]));
+                    others = others.wrapping_add(seen);
+                }
+            }
+            *signature = mix(own, others);
+        }
+        signatures
+    }
+
+    /// This state's hash under `renaming`: its parts' cached renamed hashes, the clients in
+    /// their renamed order.
+    pub fn hash_under(&self, renaming: &Renaming<'_>) -> u64 {
         let State {
             zk,
             seats,
@@ -591,51 +631,34 @@ impl<W: Workload> State<W> {
             resource,
             verdicts,
             renamings: _,
-            least_renamed_hash: _,
+            class_hash: _,
         } = self;
-        let zk = zk.renamed_hashes(all);
-        let mut parts: [SeatHashes<'a>; MAX_SYMMETRIC_CLIENTS] =
-            [(&[], &[], None); MAX_SYMMETRIC_CLIENTS];
-        for (part, seat) in parts.iter_mut().zip(seats) {
-            let client = seat.client.renamed_hashes(all);
-            let queues = seat.queues.renamed_hashes(all);
-            *part = (client, queues, seat.log.renamed_hashes(all));
+        let mut hasher = crate::shared::fixed_hasher();
+        hasher.write_u64(zk.hash_under(renaming));
+        for position in 0..seats.len() {
+            let seat = &seats[renaming.client_at(position)];
+            hasher.write_u64(seat.client.hash_under(renaming));
+            hasher.write_u64(seat.queues.hash_under(renaming));
+            hasher.write_u64(seat.log.hash_under(renaming).unwrap_or(0));
         }
-        let clients = seats.len();
-        let abandoned = (!abandoned.is_empty()).then(|| renamed_hashes(abandoned, all));
-        let shared = shared.renamed_hashes(all);
-        let plain = crate::shared::hash_of(&(budget, resource, verdicts));
-        all.iter().map(move |renaming| {
-            let k = renaming.index();
-            let mut hasher = crate::shared::fixed_hasher();
-            hasher.write_u64(zk[k]);
-            for position in 0..clients {
-                let (client, queues, log) = parts[renaming.client_at(position)];
-                hasher.write_u64(client[k]);
-                hasher.write_u64(queues[k]);
-                hasher.write_u64(log.map_or(0, |log| log[k]));
-            }
-            hasher.write_u64(abandoned.as_ref().map_or(0, |abandoned| abandoned[k]));
-            hasher.write_u64(shared.map_or(0, |shared| shared[k]));
-            hasher.write_u64(plain);
-            hasher.finish()
-        })
+        let abandoned = (!abandoned.is_empty()).then(|| renamed_hash(abandoned, renaming));
+        hasher.write_u64(abandoned.unwrap_or(0));
+        hasher.write_u64(shared.hash_under(renaming).unwrap_or(0));
+        hasher.write_u64(crate::shared::hash_of(&(budget, resource, verdicts)));
+        hasher.finish()
     }
 }
 
-/// A seat's renamed hashes: its client's, its queues', its log's (none when empty).
-type SeatHashes<'a> = (&'a [u64], &'a [u64], Option<&'a [u64]>);
-
 /// The state a symmetry-reducing search hashes in place of `state`: `state` itself, hashed as
-/// the least of its hashes under every renaming of its clients, so that states equal up to a
-/// renaming hash alike (stateright calls this for every state it reaches).
+/// its class (see [`State::class_hash`]), so that states equal up to a renaming hash alike
+/// (stateright calls this for every state it reaches).
 ///
 /// A state with renamings already hashes so (and stateright hashes it too, then throws that
 /// hash away: the cache makes that free). Stateright only hashes the representative, so the
 /// representative is that hash and nothing else: no client is copied (the server is one shared
 /// pointer, which a state cannot be without).
 pub fn representative<W: Workload>(state: &State<W>) -> State<W> {
-    let Some(least) = state.least_renamed_hash() else {
+    let Some(class) = state.class_hash() else {
         return state.clone();
     };
     State {
@@ -647,7 +670,7 @@ pub fn representative<W: Workload>(state: &State<W>) -> State<W> {
         resource: FencedResource::default(),
         verdicts: 0,
         renamings: None,
-        least_renamed_hash: LeastRenamedHash::of(least),
+        class_hash: ClassHash::of(class),
     }
 }
 
@@ -1016,7 +1039,7 @@ impl<W: Workload> Model for RecipeModel<W> {
             resource: FencedResource::new(),
             verdicts: 0,
             renamings: None,
-            least_renamed_hash: LeastRenamedHash::default(),
+            class_hash: ClassHash::default(),
         };
         // The recipe's directories exist, as in a deployment: the race to create them is not
         // what is checked (the simulator and the unit tests cover it).

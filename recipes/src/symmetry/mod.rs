@@ -41,6 +41,10 @@
 //! More than [`MAX_SYMMETRIC_CLIENTS`] clients: the renamings number N!, and each state is
 //! hashed under all of them.
 
+mod order;
+
+pub use order::{least_in_order, mix, ByRenaming, Outline, Recording, RenamedCache};
+
 use std::cell::{Cell, RefCell};
 use std::hash::{BuildHasher, Hash, Hasher};
 
@@ -70,6 +74,15 @@ pub struct Renamings {
     inverses: Vec<Vec<u32>>,
     /// Each client's first session.
     first_sessions: Vec<SessionId>,
+    /// The index of each permutation, by its code ([`permutation_code`]).
+    index_by_code: Vec<u8>,
+}
+
+/// A permutation of up to [`MAX_SYMMETRIC_CLIENTS`] clients as a number: 2 bits per client.
+fn permutation_code(permutation: &[u32]) -> usize {
+    let code = permutation.iter().enumerate();
+    code.map(|(client, to)| (*to as usize) << (2 * client))
+        .sum()
 }
 
 impl Renamings {
@@ -97,10 +110,15 @@ impl Renamings {
                 inverse
             })
             .collect();
+        let mut index_by_code = vec![u8::MAX; 1 << (2 * MAX_SYMMETRIC_CLIENTS)];
+        for (index, permutation) in permutations.iter().enumerate() {
+            index_by_code[permutation_code(permutation)] = index as u8;
+        }
         Renamings {
             permutations,
             inverses,
             first_sessions,
+            index_by_code,
         }
     }
 
@@ -129,6 +147,20 @@ impl Renamings {
         }
     }
 
+    /// The index of the renaming that sends client `i` to `permutation[i]`.
+    ///
+    /// # Panics
+    /// If `permutation` is not a permutation of the clients.
+    pub fn index_of(&self, permutation: &[u32]) -> usize {
+        let index = self.index_by_code[permutation_code(permutation)];
+        assert!(
+            permutation.len() == self.clients() && usize::from(index) < self.len(),
+            "{permutation:?} renames {} clients",
+            self.clients()
+        );
+        usize::from(index)
+    }
+
     /// Every renaming, the identity first.
     pub fn iter(&self) -> impl Iterator<Item = Renaming<'_>> {
         (0..self.len()).map(|index| self.get(index))
@@ -153,7 +185,7 @@ fn permute(items: &mut Vec<u32>, from: usize, out: &mut Vec<Vec<u32>>) {
 pub struct Renaming<'a> {
     all: &'a Renamings,
     index: usize,
-    /// Set when hashing a skeleton (see [`renamed_hashes`]): identities are written as
+    /// Set when hashing a skeleton (see [`Recording`]): identities are written as
     /// placeholders and their clients recorded here, in order.
     recorder: Option<&'a Recorder>,
 }
@@ -220,13 +252,13 @@ impl<'a> Renaming<'a> {
         self.all.inverses[self.index][position] as usize
     }
 
-    /// Whether this renaming only records identities, for [`renamed_hashes`]: a value with
+    /// Whether this renaming only records identities, for a [`Recording`]: a value with
     /// renamed hashes of its own must then call [`Renaming::unsupported`].
     pub fn is_recording(&self) -> bool {
         self.recorder.is_some()
     }
 
-    /// Says that the value being hashed cannot be hashed as a skeleton (see [`renamed_hashes`]).
+    /// Says that the value being hashed cannot be hashed as a skeleton (see [`Recording`]).
     pub fn unsupported(&self) {
         if let Some(recorder) = self.recorder {
             recorder.unsupported.set(true);
@@ -343,6 +375,14 @@ pub trait Symmetric {
     /// Hashes this value as it would be with its identities renamed by `renaming`. Equal
     /// renamed values hash alike: `x.hash_renamed(r)` equals `r(x).hash_renamed(identity)`.
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H);
+
+    /// The outline of a value that cannot be recorded as a skeleton because parts of it cache
+    /// their own renamed hashes (see [`Renaming::unsupported`]), built from those parts'
+    /// outlines. `None`, the default, makes it [`Outline::OPAQUE`].
+    fn composite_outline(&self, all: &Renamings) -> Option<Outline> {
+        let _ = all;
+        None
+    }
 }
 
 /// The renamed hash of `value`, as a number (with a fixed seed: the same in every run).
@@ -350,47 +390,6 @@ pub fn renamed_hash<T: Symmetric + ?Sized>(value: &T, renaming: &Renaming<'_>) -
     let mut hasher = fixed_hasher();
     value.hash_renamed(renaming, &mut hasher);
     hasher.finish()
-}
-
-/// The hash of `value` under every renaming of `all`, in their order.
-///
-/// Hashing a value once per renaming costs N! passes over it. Most values are a *skeleton*
-/// with identities in places: hashed once with placeholders, recording whose identity stands
-/// in each place, a value's hash under a renaming is then the skeleton's hash and the renamed
-/// clients, in order. Two values equal up to a renaming have the same skeleton and renamed
-/// clients, so this is as faithful as hashing each renamed value. A set whose members hold
-/// identities (which a renaming may reorder) is one placeholder that keeps each such member's
-/// own skeleton and placeholders; under a renaming it stands for the order-free combination of
-/// those members' renamed hashes, as the set itself would hash. Only a value with renamed
-/// hashes of its own (which it must not compute again here) is hashed once per renaming.
-pub fn renamed_hashes<T: Symmetric + ?Sized>(value: &T, all: &Renamings) -> Box<[u64]> {
-    // Most values with identities have a few (a machine's paths and sessions): room for them
-    // from the start.
-    let recorder = Recorder {
-        slots: RefCell::new(Vec::with_capacity(16)),
-        ..Recorder::default()
-    };
-    let recording = Renaming {
-        all,
-        index: 0,
-        recorder: Some(&recorder),
-    };
-    let skeleton = renamed_hash(value, &recording);
-    if recorder.unsupported.get() {
-        return all
-            .iter()
-            .map(|renaming| renamed_hash(value, &renaming))
-            .collect();
-    }
-    let slots = recorder.slots.into_inner();
-    all.iter()
-        .map(|renaming| {
-            let mut hasher = fixed_hasher();
-            hasher.write_u64(skeleton);
-            write_slots(&slots, &renaming, &mut hasher);
-            hasher.finish()
-        })
-        .collect()
 }
 
 fn fixed_hasher() -> foldhash::quality::FoldHasher<'static> {
@@ -748,6 +747,14 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
+    /// `value`'s hash under each renaming of `all`, from one recording of its skeleton.
+    fn skeleton_hashes<T: Symmetric>(value: &T, all: &Renamings) -> Vec<u64> {
+        let recording = Recording::of(value, all);
+        all.iter()
+            .map(|renaming| recording.hash_under(value, &renaming))
+            .collect()
+    }
+
     fn renamings() -> Renamings {
         Renamings::new(vec![SessionId(10), SessionId(11), SessionId(12)])
     }
@@ -770,6 +777,12 @@ mod tests {
             .map(|r| (0..3).map(|c| r.client(c)).collect())
             .collect();
         assert_eq!(distinct.len(), 6);
+        for renaming in all.iter() {
+            let permutation: Vec<u32> = (0..3).map(|c| renaming.client(c)).collect();
+            assert_eq!(all.index_of(&permutation), renaming.index());
+        }
+        let not_one = std::panic::catch_unwind(|| all.index_of(&[0, 0, 1]));
+        assert!(not_one.is_err(), "two clients cannot both become client 0");
         let rotation = rotation(&all);
         assert_eq!(rotation.client_at(1), 0, "client 0 becomes client 1");
     }
@@ -843,14 +856,14 @@ mod tests {
             (watched, identity_of(a))
         };
         let value = table(0, 2, 11);
-        let skeletons = renamed_hashes(&value, &all);
+        let skeletons = skeleton_hashes(&value, &all);
         for renaming in all.iter() {
             // Client c becomes renaming.client(c); its first session, 10 + c, goes with it.
             let to = |c: usize| renaming.client(c as u32) as usize;
             let renamed = table(to(0), to(2), 10 + to(1) as i64);
             assert_eq!(
                 skeletons[renaming.index()],
-                renamed_hashes(&renamed, &all)[0],
+                skeleton_hashes(&renamed, &all)[0],
                 "renaming {}",
                 renaming.index()
             );
@@ -860,7 +873,7 @@ mod tests {
                 renamed_hash(&renamed, &all.get(0))
             );
         }
-        let other = renamed_hashes(&table(0, 2, 12), &all);
+        let other = skeleton_hashes(&table(0, 2, 12), &all);
         assert!(
             !other.contains(&skeletons[0]),
             "who watches still counts, under every renaming"
@@ -877,14 +890,14 @@ mod tests {
         };
         let order: Vec<usize> = (0..40).map(|i| (i * 7 + i / 3) % 3).collect();
         let value = (names(&order), identity_of(1));
-        let hashes = renamed_hashes(&value, &all);
+        let hashes = skeleton_hashes(&value, &all);
         for renaming in all.iter() {
             let to = |c: usize| renaming.client(c as u32) as usize;
             let renamed: Vec<usize> = order.iter().map(|c| to(*c)).collect();
             let renamed = (names(&renamed), identity_of(to(1)));
             assert_eq!(
                 hashes[renaming.index()],
-                renamed_hashes(&renamed, &all)[0],
+                skeleton_hashes(&renamed, &all)[0],
                 "renaming {}",
                 renaming.index()
             );
@@ -892,7 +905,7 @@ mod tests {
         let mut swapped = order.clone();
         swapped.swap(0, 20);
         assert_ne!(order, swapped, "the swap changes the order");
-        let other = renamed_hashes(&(names(&swapped), identity_of(1)), &all);
+        let other = skeleton_hashes(&(names(&swapped), identity_of(1)), &all);
         assert!(
             !other.contains(&hashes[0]),
             "which identity stands where still counts"
