@@ -13,7 +13,7 @@
 //! The hashes are foldhash's with a fixed seed: the same in every run, and several times faster
 //! than SipHash on the strings the recipes' states are full of.
 //!
-//! Both also cache their outline and their *renamed* hashes (see [`zkh_recipes::symmetry`]):
+//! Both also cache their *renamed* hashes (see [`zkh_recipes::symmetry`]):
 //! the hash under a renaming of clients, computed the first time a symmetry-reducing search
 //! asks for that renaming, and shared by every state that shares the value. A state's renamed
 //! hash is then again a hash of a few numbers.
@@ -24,7 +24,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
 use zkh_recipes::symmetry::{
-    mix, ByRenaming, Outline, Recording, RenamedCache, Renaming, Renamings, Symmetric,
+    ByRenaming, Outline, Recording, RenamedCache, Renaming, Renamings, Symmetric,
 };
 
 /// A shared, hash-cached value.
@@ -131,10 +131,6 @@ impl<T: Symmetric> Symmetric for Shared<T> {
         }
         state.write_u64(self.hash_under(renaming));
     }
-
-    fn composite_outline(&self, all: &Renamings) -> Option<Outline> {
-        Some(*self.outline(all))
-    }
 }
 
 /// A [`Shared`] value being changed.
@@ -176,8 +172,6 @@ struct Link<T> {
     older: Option<Arc<Link<T>>>,
     /// The entry's recording (see [`Recording`]).
     entry_recording: OnceLock<Recording>,
-    /// The outline of the log up to this entry, chained like the hash.
-    outline: OnceLock<Outline>,
     /// The renamed hashes of the log up to this entry, chained like the hash.
     renamed: ByRenaming,
 }
@@ -211,7 +205,6 @@ impl<T: Hash> SharedLog<T> {
             entry,
             older,
             entry_recording: OnceLock::new(),
-            outline: OnceLock::new(),
             renamed: ByRenaming::default(),
         }));
         self.len += 1;
@@ -307,7 +300,7 @@ impl<T> Hash for SharedLog<T> {
 
 impl<T: Symmetric> SharedLog<T> {
     /// The links from the newest back to the first that has what `has` asks for (excluded),
-    /// oldest first: those whose chained values must be computed, in that order.
+    /// oldest first: those whose chained hashes must be computed, in that order.
     fn missing(&self, has: impl Fn(&Link<T>) -> bool) -> Vec<&Link<T>> {
         let mut missing = Vec::new();
         let mut link = self.newest.as_deref();
@@ -320,35 +313,6 @@ impl<T: Symmetric> SharedLog<T> {
         }
         missing.reverse();
         missing
-    }
-
-    /// The log's outline (an empty log's is opaque), chained over its entries: computed for
-    /// the links that have none yet, oldest first.
-    pub fn outline(&self, all: &Renamings) -> Outline {
-        let Some(newest) = self.newest.as_deref() else {
-            return Outline::OPAQUE;
-        };
-        if let Some(outline) = newest.outline.get() {
-            return *outline;
-        }
-        for link in self.missing(|link| link.outline.get().is_some()) {
-            let older = link.older.as_deref().map_or(&Outline::OPAQUE, |older| {
-                older.outline.get().expect("older links are outlined first")
-            });
-            let entry = link.entry_recording(all).outline();
-            let mut chained = Outline {
-                shape: mix(older.shape, entry.shape),
-                ..Outline::OPAQUE
-            };
-            for (client, places) in chained.places.iter_mut().enumerate() {
-                let (before, now) = (older.places[client], entry.places[client]);
-                if before != 0 || now != 0 {
-                    *places = mix(before, now);
-                }
-            }
-            let _ = link.outline.set(chained);
-        }
-        *newest.outline.get().expect("just computed")
     }
 
     /// The log's hash under `renaming` (none for an empty log), chained over its entries:
@@ -394,10 +358,6 @@ impl<T: Symmetric> Symmetric for SharedLog<T> {
         }
         state.write_usize(self.len);
         state.write_u64(self.hash_under(renaming).unwrap_or(0));
-    }
-
-    fn composite_outline(&self, all: &Renamings) -> Option<Outline> {
-        Some(self.outline(all))
     }
 }
 

@@ -24,9 +24,7 @@ use std::sync::Arc;
 
 use std::hash::{Hash, Hasher};
 use zkh_recipes::path::{name_of, parent_of};
-use zkh_recipes::symmetry::{
-    hash_set_of_hashes, Outline, RenamedCache, Renaming, Renamings, Symmetric,
-};
+use zkh_recipes::symmetry::{hash_set_of_hashes, RenamedCache, Renaming, Symmetric};
 use zkh_recipes::{SessionId, Stat};
 
 /// One node.
@@ -105,7 +103,7 @@ pub struct DataTree {
     nodes: BTreeMap<Arc<str>, Arc<Held>>,
 }
 
-/// A node in the tree, with the outline and renamed hashes of it and its path (see
+/// A node in the tree, with the renamed hashes of it and its path (see
 /// [`zkh_recipes::symmetry`]) once a symmetry-reducing search asks for them. A step changes one
 /// or two nodes, so a tree's renamed hashes are then sums of cached numbers, and only the
 /// changed nodes are hashed again.
@@ -123,13 +121,8 @@ impl Held {
         })
     }
 
-    /// The outline of `path` with this node: a node is held under one path only, so the cache
-    /// is the pair's.
-    fn outline(&self, path: &Arc<str>, all: &Renamings) -> &Outline {
-        self.renamed.outline(&(path, &self.node), all)
-    }
-
-    /// The hash of `path` with this node under `renaming`.
+    /// The hash of `path` with this node under `renaming`: a node is held under one path
+    /// only, so the cache is the pair's.
     fn hash_under(&self, path: &Arc<str>, renaming: &Renaming<'_>) -> u64 {
         self.renamed.hash_under(&(path, &self.node), renaming)
     }
@@ -325,13 +318,5 @@ impl Symmetric for DataTree {
             .iter()
             .map(|(path, held)| held.hash_under(path, renaming));
         hash_set_of_hashes(hashes, state);
-    }
-
-    fn composite_outline(&self, all: &Renamings) -> Option<Outline> {
-        let mut outline = Outline::OPAQUE;
-        for (path, held) in &self.nodes {
-            outline.add_member(held.outline(path, all));
-        }
-        Some(outline)
     }
 }

@@ -39,11 +39,11 @@ use zkh_recipes::path::{parent_of, validate_create_path, validate_delete_path, v
 use zkh_recipes::{CreateMode, Created, EventType, Op, OpResult, SessionId, ZkError};
 
 use crate::request::{Applied, Notification, Reply, Request, Response};
-use crate::shared::{hash_of, Shared};
+use crate::shared::Shared;
 use crate::tree::{DataTree, Node, SYSTEM_PATHS};
 use crate::watches::Watches;
 use std::hash::{Hash, Hasher};
-use zkh_recipes::symmetry::{mix, Outline, Renaming, Renamings, Symmetric};
+use zkh_recipes::symmetry::{Renaming, Symmetric};
 
 /// The first session id handed out: a standalone server with id 1 starts near `1 << 56`.
 const FIRST_SESSION_ID: i64 = 1 << 56;
@@ -573,19 +573,5 @@ impl Symmetric for ZkModel {
         watches.hash_renamed(renaming, state);
         sessions.hash_renamed(renaming, state);
         (last_zxid, next_session_id).hash(state);
-    }
-
-    fn composite_outline(&self, all: &Renamings) -> Option<Outline> {
-        let parts = [
-            self.tree.outline(all),
-            self.watches.outline(all),
-            self.sessions.outline(all),
-        ];
-        let mut outline = Outline::of_sequence(&parts);
-        outline.shape = mix(
-            outline.shape,
-            hash_of(&(self.last_zxid, self.next_session_id)),
-        );
-        Some(outline)
     }
 }

@@ -154,8 +154,8 @@ use stateright::{Expectation, Model, Property};
 use zkh_recipes::fencing::{FencedResource, Fencing};
 use zkh_recipes::machine::{Command, Input, Machine, OpId, TimerId};
 use zkh_recipes::symmetry::{
-    hash_ordered, least_in_order, mix, renamed_hash, Outline, Recording, Renaming, Renamings,
-    Symmetric, IDENTITY_MARK, MAX_SYMMETRIC_CLIENTS,
+    hash_ordered, least_in_order, mix, renamed_hash, Outline, Renaming, Renamings, Symmetric,
+    IDENTITY_MARK, MAX_SYMMETRIC_CLIENTS,
 };
 use zkh_recipes::{Request, SessionEvent, SessionId, WatchedEvent, ZkError};
 
@@ -583,38 +583,27 @@ impl<W: Workload> State<W> {
     }
 
     /// Each client's signature: what the state says about it that no renaming of the clients
-    /// changes, from its parts' outlines. Where the client appears in the server, the shared
-    /// history and the abandoned sessions; its own seat's parts, with its identities blanked,
-    /// and where it appears in them; and, as a set, each other seat's parts and where the
-    /// client appears in them.
+    /// changes, from the outlines of the clients' machines and queues (which a step that
+    /// changes them records anyway): its own, with its identities blanked, and where it appears
+    /// in them; and, as a set, each other client's, and where the client appears in them.
     pub fn client_signatures(&self, all: &Renamings) -> [u64; MAX_SYMMETRIC_CLIENTS] {
-        let abandoned = match self.abandoned.is_empty() {
-            true => Outline::OPAQUE,
-            false => *Recording::of(&self.abandoned, all).outline(),
-        };
-        let global = [*self.zk.outline(all), abandoned, self.shared.outline(all)];
-        let mut seats = [[Outline::OPAQUE; 3]; MAX_SYMMETRIC_CLIENTS];
+        let mut seats = [[Outline::OPAQUE; 2]; MAX_SYMMETRIC_CLIENTS];
         for (outlines, seat) in seats.iter_mut().zip(&self.seats) {
-            let client = *seat.client.outline(all);
-            *outlines = [client, *seat.queues.outline(all), seat.log.outline(all)];
+            *outlines = [*seat.client.outline(all), *seat.queues.outline(all)];
         }
-        let clients = self.seats.len();
+        let seats = &seats[..self.seats.len()];
+        let seen_by = |parts: &[Outline; 2], client: usize| {
+            let seen = |h, part: &Outline| mix(mix(h, part.shape), part.places[client]);
+            parts.iter().fold(1, seen)
+        };
         let mut signatures = [0; MAX_SYMMETRIC_CLIENTS];
-        for (client, signature) in signatures.iter_mut().enumerate().take(clients) {
-            let mut own = global.iter().fold(0, |h, part| mix(h, part.places[client]));
-            for part in &seats[client] {
-                own = mix(mix(own, part.shape), part.places[client]);
-            }
-            let mut others = 0u64;
-            for (other, parts) in seats.iter().enumerate().take(clients) {
-                if other != client {
-                    let seen = parts
-                        .iter()
-                        .fold(1, |h, part| mix(mix(h, part.shape), part.places[client]));
-                    others = others.wrapping_add(seen);
-                }
-            }
-            *signature = mix(own, others);
+        for (client, signature) in signatures.iter_mut().enumerate().take(seats.len()) {
+            let others = (seats.iter().enumerate())
+                .filter(|(other, _)| *other != client)
+                .fold(0u64, |sum, (_, parts)| {
+                    sum.wrapping_add(seen_by(parts, client))
+                });
+            *signature = mix(seen_by(&seats[client], client), others);
         }
         signatures
     }

@@ -375,14 +375,6 @@ pub trait Symmetric {
     /// Hashes this value as it would be with its identities renamed by `renaming`. Equal
     /// renamed values hash alike: `x.hash_renamed(r)` equals `r(x).hash_renamed(identity)`.
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H);
-
-    /// The outline of a value that cannot be recorded as a skeleton because parts of it cache
-    /// their own renamed hashes (see [`Renaming::unsupported`]), built from those parts'
-    /// outlines. `None`, the default, makes it [`Outline::OPAQUE`].
-    fn composite_outline(&self, all: &Renamings) -> Option<Outline> {
-        let _ = all;
-        None
-    }
 }
 
 /// The renamed hash of `value`, as a number (with a fixed seed: the same in every run).

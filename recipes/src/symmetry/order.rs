@@ -32,12 +32,18 @@
 //!
 //! # Outlines
 //!
-//! Signatures are built from each part's [`Outline`]: the part's *shape* (its hash with every
-//! identity blanked, which is the skeleton of `renamed_hashes`), and for each client the
-//! *places* where it appears (a hash of the positions of its placeholders, 0 where it does not
-//! appear). Renaming a part keeps its shape and moves each client's places to the client's new
-//! name. A part that caches parts of its own (a tree of nodes, a log of entries) combines their
-//! outlines instead ([`Symmetric::composite_outline`]).
+//! Signatures are built from parts' [`Outline`]s. An outline has two things:
+//!
+//! - the part's *shape*: its hash with every identity blanked, which is the skeleton of a
+//!   [`Recording`];
+//! - for each client, the *places* where it appears: a hash of the positions of its
+//!   placeholders, or 0 where it does not appear.
+//!
+//! Renaming a part keeps its shape and moves each client's places to the client's new name. A
+//! part that caches parts of its own (a tree of nodes, a log of entries) has no skeleton, and
+//! its outline says nothing ([`Outline::OPAQUE`]). The model checker builds signatures from
+//! the clients' own parts, which are recorded anyway; the server's parts and the logs would
+//! cost more than the ties they break.
 //!
 //! A part computes its outline once, and its hash under each renaming when first asked
 //! ([`RenamedCache`]). A step usually keeps the clients' order, so an unchanged part usually
@@ -69,35 +75,7 @@ impl Outline {
         shape: 0,
         places: [0; MAX_SYMMETRIC_CLIENTS],
     };
-
-    /// The outline of a value made of `parts` in this order.
-    pub fn of_sequence(parts: &[&Outline]) -> Outline {
-        let mut whole = Outline::OPAQUE;
-        for (position, part) in parts.iter().enumerate() {
-            whole.shape = mix(whole.shape, part.shape);
-            for (places, part) in whole.places.iter_mut().zip(part.places) {
-                if part != 0 {
-                    *places = places.wrapping_add(mix(position as u64, part));
-                }
-            }
-        }
-        whole
-    }
-
-    /// The outline of a set of values (whose order a renaming may change), one member at a
-    /// time.
-    pub fn add_member(&mut self, member: &Outline) {
-        self.shape = self.shape.wrapping_add(mix(member.shape, SET));
-        for (places, member_places) in self.places.iter_mut().zip(member.places) {
-            if member_places != 0 {
-                *places = places.wrapping_add(mix(member.shape, member_places));
-            }
-        }
-    }
 }
-
-/// Salts a set's shape, so that a set of one member is not the member.
-const SET: u64 = 0x7365_7473;
 
 /// Mixes two numbers into one (a folded 128-bit multiply, as foldhash does).
 pub fn mix(a: u64, b: u64) -> u64 {
@@ -145,9 +123,8 @@ impl Recording {
         if recorder.unsupported.get() {
             scratch.clear();
             SCRATCH.set(scratch);
-            let outline = value.composite_outline(all).unwrap_or(Outline::OPAQUE);
             return Recording {
-                outline,
+                outline: Outline::OPAQUE,
                 skeleton: None,
             };
         }
