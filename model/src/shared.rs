@@ -18,6 +18,7 @@
 //! asks for that renaming, and shared by every state that shares the value. A state's renamed
 //! hash is then again a hash of a few numbers.
 
+use std::any::TypeId;
 use std::fmt::Debug;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::{Deref, DerefMut};
@@ -112,25 +113,38 @@ impl<T: Hash + Clone> Hash for Shared<T> {
     }
 }
 
-impl<T: Symmetric> Shared<T> {
+impl<T: Symmetric + Hash + Clone + 'static> Shared<T> {
     /// The value's outline, computed once.
     pub fn outline(&self, all: &Renamings) -> &Outline {
-        self.value.renamed.outline(&self.value.value, all)
+        self.value
+            .renamed
+            .outline(&self.value.value, all, || self.key())
     }
 
     /// The value's hash under `renaming`, computed once.
     pub fn hash_under(&self, renaming: &Renaming<'_>) -> u64 {
-        self.value.renamed.hash_under(&self.value.value, renaming)
+        let key = || self.key();
+        self.value
+            .renamed
+            .hash_under(&self.value.value, renaming, key)
+    }
+
+    /// What equal values share a recording by (see [`RenamedCache`]): the type and the plain
+    /// hash.
+    fn key(&self) -> Option<u64> {
+        Some(hash_of(&(TypeId::of::<T>(), self.plain_hash())))
     }
 }
 
-impl<T: Symmetric> Symmetric for Shared<T> {
+impl<T: Symmetric + Hash + Clone + 'static> Symmetric for Shared<T> {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
         if renaming.is_recording() {
             return renaming.unsupported();
         }
         state.write_u64(self.hash_under(renaming));
     }
+
+    const CACHES_PARTS: bool = true;
 }
 
 /// A [`Shared`] value being changed.
@@ -170,8 +184,8 @@ pub struct SharedLog<T> {
 struct Link<T> {
     entry: T,
     older: Option<Arc<Link<T>>>,
-    /// The entry's recording (see [`Recording`]).
-    entry_recording: OnceLock<Recording>,
+    /// The entry's recording (see [`Recording`]), shared by equal entries.
+    entry_recording: RenamedCache,
     /// The renamed hashes of the log up to this entry, chained like the hash.
     renamed: ByRenaming,
 }
@@ -204,7 +218,7 @@ impl<T: Hash> SharedLog<T> {
         self.newest = Some(Arc::new(Link {
             entry,
             older,
-            entry_recording: OnceLock::new(),
+            entry_recording: RenamedCache::default(),
             renamed: ByRenaming::default(),
         }));
         self.len += 1;
@@ -298,7 +312,7 @@ impl<T> Hash for SharedLog<T> {
     }
 }
 
-impl<T: Symmetric> SharedLog<T> {
+impl<T: Symmetric + Hash + 'static> SharedLog<T> {
     /// The links from the newest back to the first that has what `has` asks for (excluded),
     /// oldest first: those whose chained hashes must be computed, in that order.
     fn missing(&self, has: impl Fn(&Link<T>) -> bool) -> Vec<&Link<T>> {
@@ -344,14 +358,14 @@ impl<T: Symmetric> SharedLog<T> {
     }
 }
 
-impl<T: Symmetric> Link<T> {
+impl<T: Symmetric + Hash + 'static> Link<T> {
     fn entry_recording(&self, all: &Renamings) -> &Recording {
-        self.entry_recording
-            .get_or_init(|| Recording::of(&self.entry, all))
+        let key = || Some(hash_of(&(TypeId::of::<T>(), &self.entry)));
+        self.entry_recording.recording(&self.entry, all, key)
     }
 }
 
-impl<T: Symmetric> Symmetric for SharedLog<T> {
+impl<T: Symmetric + Hash + 'static> Symmetric for SharedLog<T> {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
         if renaming.is_recording() {
             return renaming.unsupported();
@@ -359,6 +373,8 @@ impl<T: Symmetric> Symmetric for SharedLog<T> {
         state.write_usize(self.len);
         state.write_u64(self.hash_under(renaming).unwrap_or(0));
     }
+
+    const CACHES_PARTS: bool = true;
 }
 
 #[cfg(test)]

@@ -124,7 +124,8 @@ impl Held {
     /// The hash of `path` with this node under `renaming`: a node is held under one path
     /// only, so the cache is the pair's.
     fn hash_under(&self, path: &Arc<str>, renaming: &Renaming<'_>) -> u64 {
-        self.renamed.hash_under(&(path, &self.node), renaming)
+        let key = || Some(crate::shared::hash_of(&("node", path, &self.node)));
+        self.renamed.hash_under(&(path, &self.node), renaming, key)
     }
 }
 
@@ -319,4 +320,6 @@ impl Symmetric for DataTree {
             .map(|(path, held)| held.hash_under(path, renaming));
         hash_set_of_hashes(hashes, state);
     }
+
+    const CACHES_PARTS: bool = true;
 }

@@ -574,4 +574,6 @@ impl Symmetric for ZkModel {
         sessions.hash_renamed(renaming, state);
         (last_zxid, next_session_id).hash(state);
     }
+
+    const CACHES_PARTS: bool = true;
 }

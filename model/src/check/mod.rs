@@ -559,6 +559,8 @@ impl<W: Workload> Symmetric for State<W> {
         }
         state.write_u64(self.hash_under(renaming));
     }
+
+    const CACHES_PARTS: bool = true;
 }
 
 impl<W: Workload> State<W> {

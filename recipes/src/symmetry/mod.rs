@@ -41,9 +41,11 @@
 //! More than [`MAX_SYMMETRIC_CLIENTS`] clients: the renamings number N!, and each state is
 //! hashed under all of them.
 
+mod memo;
 mod order;
 
-pub use order::{least_in_order, mix, ByRenaming, Outline, Recording, RenamedCache};
+pub use memo::{RenamedCache, MEMO_SLOTS};
+pub use order::{least_in_order, mix, ByRenaming, Outline, Recording};
 
 use std::cell::{Cell, RefCell};
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -76,6 +78,8 @@ pub struct Renamings {
     first_sessions: Vec<SessionId>,
     /// The index of each permutation, by its code ([`permutation_code`]).
     index_by_code: Vec<u8>,
+    /// A hash of the first sessions, which say who is who in a recording.
+    fingerprint: u64,
 }
 
 /// A permutation of up to [`MAX_SYMMETRIC_CLIENTS`] clients as a number: 2 bits per client.
@@ -114,11 +118,15 @@ impl Renamings {
         for (index, permutation) in permutations.iter().enumerate() {
             index_by_code[permutation_code(permutation)] = index as u8;
         }
+        let mut fingerprint = fixed_hasher();
+        first_sessions.hash(&mut fingerprint);
+        let fingerprint = fingerprint.finish();
         Renamings {
             permutations,
             inverses,
             first_sessions,
             index_by_code,
+            fingerprint,
         }
     }
 
@@ -130,6 +138,11 @@ impl Renamings {
     /// Never: there is always the identity.
     pub fn is_empty(&self) -> bool {
         false
+    }
+
+    /// A hash of the clients' first sessions: renamings with one fingerprint rename alike.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
     }
 
     /// How many clients.
@@ -371,10 +384,18 @@ impl<'a> Renaming<'a> {
 const SHORT_TEXT: usize = 63;
 
 /// A value with identities in it, hashable as renamed.
+///
+/// A type that is also `Hash` must hash plainly every field that `hash_renamed` reads: equal
+/// plain hashes share a recording (see [`RenamedCache`]).
 pub trait Symmetric {
     /// Hashes this value as it would be with its identities renamed by `renaming`. Equal
     /// renamed values hash alike: `x.hash_renamed(r)` equals `r(x).hash_renamed(identity)`.
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H);
+
+    /// Whether parts of this value cache their own renamed hashes (a tree of shared nodes, a
+    /// log, a shared value): such a value is recorded each time, not looked up by its plain
+    /// hash, which would hash those parts again (see [`RenamedCache`]).
+    const CACHES_PARTS: bool = false;
 }
 
 /// The renamed hash of `value`, as a number (with a fixed seed: the same in every run).

@@ -46,11 +46,10 @@
 //! cost more than the ties they break.
 //!
 //! A part computes its outline once, and its hash under each renaming when first asked
-//! ([`RenamedCache`]). A step usually keeps the clients' order, so an unchanged part usually
+//! ([`RenamedCache`](super::RenamedCache)). A step usually keeps the clients' order, so an unchanged part usually
 //! answers from its cache.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 
 use super::{
     fixed_hasher, renamed_hash, write_slots, Recorder, Renaming, Renamings, Slot, Symmetric,
@@ -103,6 +102,8 @@ pub struct Recording {
     /// The skeleton's hash and its placeholders; none for a value with renamed hashes of its
     /// own, which is hashed under each renaming as it is (cheaply: its parts cache theirs).
     skeleton: Option<(u64, Box<[Slot]>)>,
+    /// Its hashes under renamings, once asked for.
+    hashes: ByRenaming,
 }
 
 impl Recording {
@@ -126,6 +127,7 @@ impl Recording {
             return Recording {
                 outline: Outline::OPAQUE,
                 skeleton: None,
+                hashes: ByRenaming::default(),
             };
         }
         let mut places = [0; MAX_SYMMETRIC_CLIENTS];
@@ -138,6 +140,7 @@ impl Recording {
                 places,
             },
             skeleton: Some((skeleton, slots)),
+            hashes: ByRenaming::default(),
         }
     }
 
@@ -146,19 +149,20 @@ impl Recording {
         &self.outline
     }
 
-    /// The hash of `value` (the value recorded) under `renaming`: the same number as
-    /// [`renamed_hash`] for a value with renamed hashes of its own, and for any other a hash
-    /// that is equally faithful.
+    /// The hash of `value` (the value recorded) under `renaming`, computed once, and never 0:
+    /// for a value with renamed hashes of its own, [`renamed_hash`]; for any other a hash that
+    /// is as faithful.
     pub fn hash_under<T: Symmetric + ?Sized>(&self, value: &T, renaming: &Renaming<'_>) -> u64 {
-        match &self.skeleton {
-            Some((skeleton, slots)) => {
-                let mut hasher = fixed_hasher();
-                hasher.write_u64(*skeleton);
-                write_slots(slots, renaming, &mut hasher);
-                hasher.finish()
-            }
-            None => renamed_hash(value, renaming),
-        }
+        self.hashes
+            .get_or(renaming.index(), || match &self.skeleton {
+                Some((skeleton, slots)) => {
+                    let mut hasher = fixed_hasher();
+                    hasher.write_u64(*skeleton);
+                    write_slots(slots, renaming, &mut hasher);
+                    hasher.finish()
+                }
+                None => renamed_hash(value, renaming),
+            })
     }
 }
 
@@ -225,39 +229,6 @@ impl ByRenaming {
             Some(hash) => hash,
             None => self.keep(index, compute()),
         }
-    }
-}
-
-/// A value's recording and its hashes under renamings, computed when first asked for. The
-/// value is given to each call: the cache sits beside it.
-#[derive(Debug, Default)]
-pub struct RenamedCache {
-    recording: OnceLock<Recording>,
-    hashes: ByRenaming,
-}
-
-impl RenamedCache {
-    fn recording<T: Symmetric + ?Sized>(&self, value: &T, all: &Renamings) -> &Recording {
-        self.recording.get_or_init(|| Recording::of(value, all))
-    }
-
-    /// `value`'s outline.
-    pub fn outline<T: Symmetric + ?Sized>(&self, value: &T, all: &Renamings) -> &Outline {
-        self.recording(value, all).outline()
-    }
-
-    /// `value`'s hash under `renaming` (never 0).
-    pub fn hash_under<T: Symmetric + ?Sized>(&self, value: &T, renaming: &Renaming<'_>) -> u64 {
-        self.hashes.get_or(renaming.index(), || {
-            let recording = self.recording(value, renaming.all());
-            recording.hash_under(value, renaming)
-        })
-    }
-
-    /// Whether nothing is cached yet.
-    pub fn is_empty(&self) -> bool {
-        self.recording.get().is_none()
-            && self.hashes.0.iter().all(|h| h.load(Ordering::Relaxed) == 0)
     }
 }
 
@@ -419,25 +390,24 @@ mod tests {
     }
 
     #[test]
-    fn a_cache_keeps_what_it_computed() {
+    fn a_recording_keeps_the_hashes_it_computed() {
         let all = renamings(3);
         let value = toy(&["c#0", "c#1"], &["/x/c#2"]);
-        let cache = RenamedCache::default();
-        assert!(cache.is_empty());
+        let recording = Recording::of(&value, &all);
         for renaming in all.iter() {
-            let hash = cache.hash_under(&value, &renaming);
+            assert_eq!(recording.hashes.get(renaming.index()), None);
+            let hash = recording.hash_under(&value, &renaming);
+            assert_eq!(recording.hashes.get(renaming.index()), Some(hash));
+            let again = Recording::of(&renamed(&value, &renaming), &all);
             assert_eq!(
+                again.hash_under(&value, &all.get(0)),
                 hash,
-                Recording::of(&value, &all)
-                    .hash_under(&value, &renaming)
-                    .max(1)
+                "as the renamed value"
             );
-            assert_eq!(cache.hashes.get(renaming.index()), Some(hash));
         }
-        assert!(!cache.is_empty());
         assert_ne!(
-            cache.hash_under(&value, &all.get(0)),
-            cache.hash_under(&value, &all.get(1)),
+            recording.hash_under(&value, &all.get(0)),
+            recording.hash_under(&value, &all.get(1)),
             "a renaming that swaps two present clients changes the hash"
         );
     }

@@ -1,0 +1,172 @@
+//! Recordings shared between equal values.
+//!
+//! A model checker's states are made of a few parts each (a client's machine, its queues, a
+//! node of the tree, an entry of a log), and the same part turns up in many states: a machine
+//! in one local state meets every state of the other clients. A symmetry-reducing search
+//! records each part it has not seen before ([`Recording`]), which costs a pass over the part
+//! that notes every identity in it, and then hashes the part under the renamings it needs.
+//!
+//! [`RenamedCache`] looks a part up by its plain hash first, in a table this thread keeps of
+//! the parts it recorded last. A part equal to one there shares that recording, and with it the
+//! hashes already computed under each renaming. The plain hash costs a pass too, but a cheaper
+//! one: no identity is looked for.
+//!
+//! # What a key must say
+//!
+//! Two values with one key must have one recording. So the key is the value's plain hash, its
+//! type, and the clients' first sessions (a recording names a client by its first session).
+//! A plain hash that left out a field that the renamed hash reads would break this; the
+//! symmetry tests of the model checker, which compare each renamed state with the state a
+//! renamed path reaches, would show it. As everywhere in the checker, two values that differ
+//! but have equal 64-bit hashes are taken to be equal.
+//!
+//! The table holds [`MEMO_SLOTS`] recordings; a new one takes the place of the one whose key
+//! falls in its slot. What is found there never changes a hash, only how soon it is known.
+//!
+//! # Not memoized
+//!
+//! A value whose parts cache their own renamed hashes ([`Symmetric::CACHES_PARTS`], such as a
+//! tree of shared nodes): its plain hash would hash those parts again, and recording it costs
+//! little (its parts are not recorded again).
+
+use std::cell::RefCell;
+use std::sync::{Arc, OnceLock};
+
+use super::{mix, Outline, Recording, Renaming, Renamings, Symmetric};
+
+/// How many recordings a thread keeps for values seen again.
+pub const MEMO_SLOTS: usize = 1 << 16;
+
+/// A recording kept, under its key.
+type Kept = Option<(u64, Arc<Recording>)>;
+
+thread_local! {
+    /// The recordings kept, each in the slot its key picks.
+    static MEMO: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `value`'s recording: the one kept under `key` (see the module docs), or a new one, kept
+/// there from now on.
+fn memoized<T: Symmetric + ?Sized>(value: &T, all: &Renamings, key: u64) -> Arc<Recording> {
+    let key = mix(key, all.fingerprint());
+    let slot = (key >> 32) as usize % MEMO_SLOTS;
+    let found = MEMO.with_borrow(|memo| match memo.get(slot) {
+        Some(Some((kept, recording))) if *kept == key => Some(Arc::clone(recording)),
+        _ => None,
+    });
+    if let Some(recording) = found {
+        return recording;
+    }
+    let recording = Arc::new(Recording::of(value, all));
+    MEMO.with_borrow_mut(|memo| {
+        if memo.is_empty() {
+            memo.resize(MEMO_SLOTS, None);
+        }
+        memo[slot] = Some((key, Arc::clone(&recording)));
+    });
+    recording
+}
+
+/// A value's recording, found or made when first asked for. The value and its key are given
+/// to each call: the cache sits beside the value.
+#[derive(Debug, Default)]
+pub struct RenamedCache {
+    recording: OnceLock<Arc<Recording>>,
+}
+
+impl RenamedCache {
+    /// `value`'s recording. `key` gives the value's key (see the module docs), or none for a
+    /// value that is recorded each time.
+    pub fn recording<T: Symmetric + ?Sized>(
+        &self,
+        value: &T,
+        all: &Renamings,
+        key: impl FnOnce() -> Option<u64>,
+    ) -> &Recording {
+        self.recording.get_or_init(|| match key() {
+            Some(key) if !T::CACHES_PARTS => memoized(value, all, key),
+            _ => Arc::new(Recording::of(value, all)),
+        })
+    }
+
+    /// `value`'s outline.
+    pub fn outline<T: Symmetric + ?Sized>(
+        &self,
+        value: &T,
+        all: &Renamings,
+        key: impl FnOnce() -> Option<u64>,
+    ) -> &Outline {
+        self.recording(value, all, key).outline()
+    }
+
+    /// `value`'s hash under `renaming` (never 0).
+    pub fn hash_under<T: Symmetric + ?Sized>(
+        &self,
+        value: &T,
+        renaming: &Renaming<'_>,
+        key: impl FnOnce() -> Option<u64>,
+    ) -> u64 {
+        let recording = self.recording(value, renaming.all(), key);
+        recording.hash_under(value, renaming)
+    }
+
+    /// Whether nothing is cached yet.
+    pub fn is_empty(&self) -> bool {
+        self.recording.get().is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::SessionId;
+
+    fn renamings(first: i64) -> Renamings {
+        Renamings::new((0..3).map(|c| SessionId(first + c)).collect())
+    }
+
+    #[test]
+    fn equal_keys_share_a_recording_and_its_hashes() {
+        let all = renamings(100);
+        let value = ("c#0".to_owned(), SessionId(101));
+        let (a, b) = (RenamedCache::default(), RenamedCache::default());
+        assert!(a.is_empty());
+        let first = a.hash_under(&value, &all.get(3), || Some(7));
+        assert!(!a.is_empty());
+        let alone = Recording::of(&value, &all);
+        assert_eq!(first, alone.hash_under(&value, &all.get(3)));
+        assert_ne!(
+            first,
+            alone.hash_under(&value, &all.get(0)),
+            "client 0 is renamed"
+        );
+        let shared = b.recording(&value, &all, || Some(7));
+        assert!(
+            std::ptr::eq(shared, a.recording(&value, &all, || None)),
+            "one recording for one key"
+        );
+        // Another check's clients: another key, another recording.
+        let other = renamings(200);
+        let c = RenamedCache::default();
+        assert!(!std::ptr::eq(
+            c.recording(&value, &other, || Some(7)),
+            shared
+        ));
+    }
+
+    #[test]
+    fn a_value_recorded_each_time_is_not_kept() {
+        let all = renamings(100);
+        let value = "c#1".to_owned();
+        let (a, b) = (RenamedCache::default(), RenamedCache::default());
+        let one = a.recording(&value, &all, || None);
+        let two = b.recording(&value, &all, || None);
+        assert!(!std::ptr::eq(one, two));
+        for renaming in all.iter() {
+            assert_eq!(
+                one.hash_under(&value, &renaming),
+                two.hash_under(&value, &renaming)
+            );
+        }
+    }
+}
