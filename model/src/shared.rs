@@ -337,6 +337,14 @@ impl<T: Symmetric + Hash + 'static> SharedLog<T> {
         if let Some(hash) = newest.renamed.get(index) {
             return Some(hash);
         }
+        let older = (newest.older.as_deref()).map(|older| older.renamed.get(index));
+        if older != Some(None) {
+            // Only the newest link is missing (the usual case: an append).
+            let entry = newest.entry_recording(renaming.all());
+            let entry = entry.hash_under(&newest.entry, renaming);
+            let chained = hash_of(&(older.flatten().unwrap_or(0), entry));
+            return Some(newest.renamed.keep(index, chained));
+        }
         let mut before = None;
         for link in self.missing(|link| link.renamed.get(index).is_some()) {
             let older = before.or_else(|| {

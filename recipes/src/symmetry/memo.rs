@@ -32,7 +32,7 @@
 use std::cell::RefCell;
 use std::sync::{Arc, OnceLock};
 
-use super::{mix, Outline, Recording, Renaming, Renamings, Symmetric};
+use super::{mix, renamed_hash, ByRenaming, Outline, Recording, Renaming, Renamings, Symmetric};
 
 /// How many recordings a thread keeps for values seen again.
 pub const MEMO_SLOTS: usize = 1 << 16;
@@ -67,11 +67,14 @@ fn memoized<T: Symmetric + ?Sized>(value: &T, all: &Renamings, key: u64) -> Arc<
     recording
 }
 
-/// A value's recording, found or made when first asked for. The value and its key are given
-/// to each call: the cache sits beside the value.
+/// A value's recording, found or made when first asked for; or, for a value whose parts cache
+/// their own renamed hashes, its hashes under renamings (such a value has no skeleton: it is
+/// hashed from its parts' hashes). The value and its key are given to each call: the cache
+/// sits beside the value.
 #[derive(Debug, Default)]
 pub struct RenamedCache {
     recording: OnceLock<Arc<Recording>>,
+    composite: ByRenaming,
 }
 
 impl RenamedCache {
@@ -96,7 +99,10 @@ impl RenamedCache {
         all: &Renamings,
         key: impl FnOnce() -> Option<u64>,
     ) -> &Outline {
-        self.recording(value, all, key).outline()
+        match T::CACHES_PARTS {
+            true => &Outline::OPAQUE,
+            false => self.recording(value, all, key).outline(),
+        }
     }
 
     /// `value`'s hash under `renaming` (never 0).
@@ -106,13 +112,17 @@ impl RenamedCache {
         renaming: &Renaming<'_>,
         key: impl FnOnce() -> Option<u64>,
     ) -> u64 {
+        if T::CACHES_PARTS {
+            let index = renaming.index();
+            return (self.composite).get_or(index, || renamed_hash(value, renaming));
+        }
         let recording = self.recording(value, renaming.all(), key);
         recording.hash_under(value, renaming)
     }
 
     /// Whether nothing is cached yet.
     pub fn is_empty(&self) -> bool {
-        self.recording.get().is_none()
+        self.recording.get().is_none() && self.composite.is_empty()
     }
 }
 

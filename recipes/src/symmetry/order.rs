@@ -223,6 +223,11 @@ impl ByRenaming {
         hash
     }
 
+    /// Whether no hash is kept.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|kept| kept.load(Ordering::Relaxed) == 0)
+    }
+
     /// The hash under renaming `index`, computed by `compute` unless kept.
     pub fn get_or(&self, index: usize, compute: impl FnOnce() -> u64) -> u64 {
         match self.get(index) {
