@@ -120,12 +120,12 @@
 //! The clients differ only in their identities (see [`zkh_recipes::symmetry`]): the workloads
 //! name them with identity tokens, fault descriptions name clients by token too, and every
 //! part of a [`State`] hashes renamed. [`representative`] gives the depth-first search each
-//! state hashed as the least of its hashes under every renaming of its clients, so that one
-//! state of each class is explored. In that search ([`RecipeModel::symmetric`]) a state's own
-//! hash is that least hash too, and its parts' plain hashes are never computed: each part
-//! computes a hash only when first asked for one. Exploring one is enough because renaming a
-//! reachable state gives a reachable state with the same verdicts; `tests/symmetry.rs` runs
-//! renamed paths to show it for every recipe.
+//! state hashed as its class ([`State::class_hash`]: the least of its hashes under the
+//! renamings that sort its clients by signature, usually one), so that one state of each
+//! class is explored. In that search ([`RecipeModel::symmetric`]) a state's own hash is its
+//! class hash too. Exploring one state of a class is enough because renaming a reachable state
+//! gives a reachable state with the same verdicts; `tests/symmetry.rs` runs renamed paths to
+//! show it for every recipe, and that renamed states have one class hash.
 //!
 //! # Random walks
 //!

@@ -12,8 +12,12 @@
 //!
 //! A checker recognises renamed states by a *renamed hash*: [`Symmetric::hash_renamed`] hashes
 //! a value as it would be with every identity renamed by a [`Renaming`], without building it.
-//! The checker hashes a state under every renaming and keeps the least: states equal up to a
-//! renaming get the same least hash.
+//! A state's *class hash* is one that all its renamings share and no other state has. The least
+//! of its hashes under every renaming is one; [`least_in_order`] finds one that costs a single
+//! renaming in most states, by putting the clients in the order of signatures that no renaming
+//! changes (the `order` module's docs say why that is a class hash). A part's renamed hashes
+//! come from a [`Recording`]: the part hashed once with placeholders for its identities.
+//! Equal parts, which many states share, share one recording ([`RenamedCache`]).
 //!
 //! # What an identity is
 //!
@@ -38,14 +42,14 @@
 //!
 //! # Not covered
 //!
-//! More than [`MAX_SYMMETRIC_CLIENTS`] clients: the renamings number N!, and each state is
-//! hashed under all of them.
+//! More than [`MAX_SYMMETRIC_CLIENTS`] clients: the renamings number N!, and a state whose
+//! clients' signatures all tie is hashed under all of them.
 
 mod memo;
 mod order;
 
 pub use memo::{RenamedCache, MEMO_SLOTS};
-pub use order::{least_in_order, mix, ByRenaming, Outline, Recording};
+pub use order::{least_in_order, mix, ByRenaming, Outline, Recording, CACHED_RENAMINGS};
 
 use std::cell::{Cell, RefCell};
 use std::hash::{BuildHasher, Hash, Hasher};

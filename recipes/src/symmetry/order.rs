@@ -199,7 +199,7 @@ fn add_places(slots: &[Slot], places: &mut [u64; MAX_SYMMETRIC_CLIENTS]) {
 }
 
 /// How many renamings a [`ByRenaming`] keeps hashes for: all of 3 clients'.
-const CACHED_RENAMINGS: usize = 6;
+pub const CACHED_RENAMINGS: usize = 6;
 
 /// A value's hashes under renamings, each kept once computed (for the first
 /// [`CACHED_RENAMINGS`]; the rest are computed each time).
