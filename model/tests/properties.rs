@@ -283,7 +283,11 @@ fn leader_elected_and_changing_hands() {
     role(&mut h, 25, 0, "none", None);
     role(&mut h, 40, 1, "leader", Some(8));
     assert!(properties::leader_elected(&h, &["leader"], 30, 20).holds);
-    assert!(!properties::leader_elected(&h, &["leader"], 30, 5).holds);
+    let late = properties::leader_elected(&h, &["leader"], 30, 5);
+    assert!(!late.holds);
+    assert_eq!(late.detail, r#"no ["leader"] within 5 us of 30 us"#);
+    let either = properties::leader_elected(&h, &["a", "b"], 30, 5).detail;
+    assert_eq!(either, r#"no ["a", "b"] within 5 us of 30 us"#);
     assert!(
         properties::leader_elected(&h, &["leader"], 50, 100).holds,
         "client 1 still leads at the heal"
