@@ -164,18 +164,16 @@ impl Renamings {
         }
     }
 
-    /// The index of the renaming that sends client `i` to `permutation[i]`.
-    ///
-    /// # Panics
-    /// If `permutation` is not a permutation of the clients.
-    pub fn index_of(&self, permutation: &[u32]) -> usize {
-        let index = self.index_by_code[permutation_code(permutation)];
-        assert!(
-            permutation.len() == self.clients() && usize::from(index) < self.len(),
-            "{permutation:?} renames {} clients",
-            self.clients()
-        );
-        usize::from(index)
+    /// The index of the renaming that sends client `i` to `permutation[i]`; none if
+    /// `permutation` is not a permutation of the clients.
+    pub fn index_of(&self, permutation: &[u32]) -> Option<usize> {
+        if permutation.len() != self.clients()
+            || permutation.iter().any(|to| *to as usize >= self.clients())
+        {
+            return None;
+        }
+        let index = usize::from(self.index_by_code[permutation_code(permutation)]);
+        (index < self.len()).then_some(index)
     }
 
     /// Every renaming, the identity first.
@@ -796,10 +794,19 @@ mod tests {
         assert_eq!(distinct.len(), 6);
         for renaming in all.iter() {
             let permutation: Vec<u32> = (0..3).map(|c| renaming.client(c)).collect();
-            assert_eq!(all.index_of(&permutation), renaming.index());
+            assert_eq!(all.index_of(&permutation), Some(renaming.index()));
         }
-        let not_one = std::panic::catch_unwind(|| all.index_of(&[0, 0, 1]));
-        assert!(not_one.is_err(), "two clients cannot both become client 0");
+        assert_eq!(
+            all.index_of(&[0, 0, 1]),
+            None,
+            "two clients cannot both become 0"
+        );
+        assert_eq!(
+            all.index_of(&[0, 1]),
+            None,
+            "a renaming renames every client"
+        );
+        assert_eq!(all.index_of(&[0, 1, 7]), None, "there is no client 7");
         let rotation = rotation(&all);
         assert_eq!(rotation.client_at(1), 0, "client 0 becomes client 1");
     }

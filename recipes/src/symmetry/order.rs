@@ -261,7 +261,8 @@ pub fn least_in_order(
         for (place, client) in order.iter().enumerate() {
             places[*client as usize] = place as u32;
         }
-        return hash_under(&all.get(all.index_of(&places[..clients])));
+        let index = all.index_of(&places[..clients]);
+        return hash_under(&all.get(index.expect("places in an order are a permutation")));
     }
     let mut least = None;
     for renaming in all.iter() {
