@@ -25,7 +25,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, OnceLock};
 
 use zkh_recipes::symmetry::{
-    ByRenaming, Outline, Recording, RenamedCache, Renaming, Renamings, Symmetric,
+    memoized, ByRenaming, Outline, Recording, RenamedCache, Renaming, Renamings, Symmetric,
 };
 
 /// A shared, hash-cached value.
@@ -363,6 +363,18 @@ impl<T: Symmetric + Hash + 'static> SharedLog<T> {
             before = Some(link.renamed.keep(index, chained));
         }
         Some(before.expect("the newest link was missing"))
+    }
+}
+
+impl<T: Symmetric + Hash + 'static> SharedLog<T> {
+    /// [`SharedLog::hash_under`], shared by equal logs: found by the log's chained hash (see
+    /// [`RenamedCache`]). A log the checker rebuilt (forgetting settled entries) is usually
+    /// equal to one seen before, whose links already have their hashes.
+    pub fn shared_hash_under(&self, renaming: &Renaming<'_>) -> Option<u64> {
+        self.newest.as_ref()?;
+        let key = hash_of(&(TypeId::of::<Self>(), self.hash, self.len));
+        let recording = memoized(self, renaming.all(), key);
+        Some(recording.hash_under(self, renaming))
     }
 }
 

@@ -630,11 +630,11 @@ impl<W: Workload> State<W> {
             let seat = &seats[renaming.client_at(position)];
             hasher.write_u64(seat.client.hash_under(renaming));
             hasher.write_u64(seat.queues.hash_under(renaming));
-            hasher.write_u64(seat.log.hash_under(renaming).unwrap_or(0));
+            hasher.write_u64(seat.log.shared_hash_under(renaming).unwrap_or(0));
         }
         let abandoned = (!abandoned.is_empty()).then(|| renamed_hash(abandoned, renaming));
         hasher.write_u64(abandoned.unwrap_or(0));
-        hasher.write_u64(shared.hash_under(renaming).unwrap_or(0));
+        hasher.write_u64(shared.shared_hash_under(renaming).unwrap_or(0));
         hasher.write_u64(crate::shared::hash_of(&(budget, resource, verdicts)));
         hasher.finish()
     }

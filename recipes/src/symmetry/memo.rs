@@ -46,8 +46,9 @@ thread_local! {
 }
 
 /// `value`'s recording: the one kept under `key` (see the module docs), or a new one, kept
-/// there from now on.
-fn memoized<T: Symmetric + ?Sized>(value: &T, all: &Renamings, key: u64) -> Arc<Recording> {
+/// there from now on. For a value whose parts cache their own renamed hashes, the recording
+/// holds no skeleton, only the value's hashes under renamings, which equal values share.
+pub fn memoized<T: Symmetric + ?Sized>(value: &T, all: &Renamings, key: u64) -> Arc<Recording> {
     let key = mix(key, all.fingerprint());
     let slot = (key >> 32) as usize % MEMO_SLOTS;
     let found = MEMO.with_borrow(|memo| match memo.get(slot) {

@@ -48,7 +48,7 @@
 mod memo;
 mod order;
 
-pub use memo::{RenamedCache, MEMO_SLOTS};
+pub use memo::{memoized, RenamedCache, MEMO_SLOTS};
 pub use order::{least_in_order, mix, ByRenaming, Outline, Recording, CACHED_RENAMINGS};
 
 use std::cell::{Cell, RefCell};
