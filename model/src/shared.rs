@@ -267,10 +267,8 @@ impl<T> Drop for SharedLog<T> {
         // Unlink iteratively: dropping a long list recursively could overflow the stack.
         let mut next = self.newest.take();
         while let Some(link) = next {
-            next = match Arc::try_unwrap(link) {
-                Ok(mut only) => only.older.take(),
-                Err(_) => None,
-            };
+            // The last holder of a link unlinks the next older one; any other only lets go.
+            next = Arc::into_inner(link).and_then(|mut only| only.older.take());
         }
     }
 }
