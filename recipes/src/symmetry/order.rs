@@ -4,8 +4,8 @@
 //!
 //! A symmetry-reducing search needs, for each state, a *class hash*: one that every renaming
 //! of the state shares and no other state has. The least of the state's hashes under all N!
-//! renamings is one, but it hashes every part a step changes N! times (6 with 3 clients), and
-//! that was most of what a symmetric state cost.
+//! renamings is one, but it hashes every part a step changes N! times (6 with 3 clients, 24
+//! with 4), and the state itself as often.
 //!
 //! # Ordering the clients
 //!
@@ -46,8 +46,8 @@
 //! cost more than the ties they break.
 //!
 //! A part computes its outline once, and its hash under each renaming when first asked
-//! ([`RenamedCache`](super::RenamedCache)). A step usually keeps the clients' order, so an unchanged part usually
-//! answers from its cache.
+//! ([`RenamedCache`](super::RenamedCache)). A step usually keeps the clients' order, so an
+//! unchanged part usually answers from its cache.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
