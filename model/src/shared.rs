@@ -131,8 +131,8 @@ impl<T: Symmetric + Hash + Clone + 'static> Shared<T> {
 
     /// What equal values share a recording by (see [`RenamedCache`]): the type and the plain
     /// hash.
-    fn key(&self) -> Option<u64> {
-        Some(hash_of(&(TypeId::of::<T>(), self.plain_hash())))
+    fn key(&self) -> u64 {
+        hash_of(&(TypeId::of::<T>(), self.plain_hash()))
     }
 }
 
@@ -338,10 +338,7 @@ impl<T: Symmetric + Hash + 'static> SharedLog<T> {
         let older = (newest.older.as_deref()).map(|older| older.renamed.get(index));
         if older != Some(None) {
             // Only the newest link is missing (the usual case: an append).
-            let entry = newest.entry_recording(renaming.all());
-            let entry = entry.hash_under(&newest.entry, renaming);
-            let chained = hash_of(&(older.flatten().unwrap_or(0), entry));
-            return Some(newest.renamed.keep(index, chained));
+            return Some(newest.chain(older.flatten(), renaming));
         }
         let mut before = None;
         for link in self.missing(|link| link.renamed.get(index).is_some()) {
@@ -354,11 +351,8 @@ impl<T: Symmetric + Hash + 'static> SharedLog<T> {
                         .expect("older links are renamed first"),
                 )
             });
-            let recording = link.entry_recording(renaming.all());
-            let entry = recording.hash_under(&link.entry, renaming);
-            let chained = hash_of(&(older.unwrap_or(0), entry));
-            // Kept, unless this renaming is one not kept: then passed on to the next link.
-            before = Some(link.renamed.keep(index, chained));
+            // Passed on to the next link: kept, too, unless this renaming is one not kept.
+            before = Some(link.chain(older, renaming));
         }
         Some(before.expect("the newest link was missing"))
     }
@@ -378,8 +372,17 @@ impl<T: Symmetric + Hash + 'static> SharedLog<T> {
 
 impl<T: Symmetric + Hash + 'static> Link<T> {
     fn entry_recording(&self, all: &Renamings) -> &Recording {
-        let key = || Some(hash_of(&(TypeId::of::<T>(), &self.entry)));
+        let key = || hash_of(&(TypeId::of::<T>(), &self.entry));
         self.entry_recording.recording(&self.entry, all, key)
+    }
+
+    /// The hash under `renaming` of the log up to this link, chained on the older links' hash
+    /// under it (`older`, none for the oldest link), and kept.
+    fn chain(&self, older: Option<u64>, renaming: &Renaming<'_>) -> u64 {
+        let recording = self.entry_recording(renaming.all());
+        let entry = recording.hash_under(&self.entry, renaming);
+        let chained = hash_of(&(older.unwrap_or(0), entry));
+        self.renamed.keep(renaming.index(), chained)
     }
 }
 

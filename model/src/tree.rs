@@ -124,7 +124,7 @@ impl Held {
     /// The hash of `path` with this node under `renaming`: a node is held under one path
     /// only, so the cache is the pair's.
     fn hash_under(&self, path: &Arc<str>, renaming: &Renaming<'_>) -> u64 {
-        let key = || Some(crate::shared::hash_of(&("node", path, &self.node)));
+        let key = || crate::shared::hash_of(&("node", path, &self.node));
         self.renamed.hash_under(&(path, &self.node), renaming, key)
     }
 }

@@ -79,17 +79,17 @@ pub struct RenamedCache {
 }
 
 impl RenamedCache {
-    /// `value`'s recording. `key` gives the value's key (see the module docs), or none for a
-    /// value that is recorded each time.
+    /// `value`'s recording. `key` gives the value's key (see the module docs); a value whose
+    /// parts cache their own renamed hashes is recorded each time instead.
     pub fn recording<T: Symmetric + ?Sized>(
         &self,
         value: &T,
         all: &Renamings,
-        key: impl FnOnce() -> Option<u64>,
+        key: impl FnOnce() -> u64,
     ) -> &Recording {
-        self.recording.get_or_init(|| match key() {
-            Some(key) if !T::CACHES_PARTS => memoized(value, all, key),
-            _ => Arc::new(Recording::of(value, all)),
+        self.recording.get_or_init(|| match T::CACHES_PARTS {
+            true => Arc::new(Recording::of(value, all)),
+            false => memoized(value, all, key()),
         })
     }
 
@@ -98,7 +98,7 @@ impl RenamedCache {
         &self,
         value: &T,
         all: &Renamings,
-        key: impl FnOnce() -> Option<u64>,
+        key: impl FnOnce() -> u64,
     ) -> &Outline {
         match T::CACHES_PARTS {
             true => &Outline::OPAQUE,
@@ -111,7 +111,7 @@ impl RenamedCache {
         &self,
         value: &T,
         renaming: &Renaming<'_>,
-        key: impl FnOnce() -> Option<u64>,
+        key: impl FnOnce() -> u64,
     ) -> u64 {
         if T::CACHES_PARTS {
             let index = renaming.index();
@@ -142,7 +142,7 @@ mod tests {
         let value = ("c#0".to_owned(), SessionId(101));
         let (a, b) = (RenamedCache::default(), RenamedCache::default());
         assert!(a.is_empty());
-        let first = a.hash_under(&value, &all.get(3), || Some(7));
+        let first = a.hash_under(&value, &all.get(3), || 7);
         assert!(!a.is_empty());
         let alone = Recording::of(&value, &all);
         assert_eq!(first, alone.hash_under(&value, &all.get(3)));
@@ -151,27 +151,35 @@ mod tests {
             alone.hash_under(&value, &all.get(0)),
             "client 0 is renamed"
         );
-        let shared = b.recording(&value, &all, || Some(7));
+        let shared = b.recording(&value, &all, || 7);
         assert!(
-            std::ptr::eq(shared, a.recording(&value, &all, || None)),
+            std::ptr::eq(shared, a.recording(&value, &all, || 8)),
             "one recording for one key"
         );
         // Another check's clients: another key, another recording.
         let other = renamings(200);
         let c = RenamedCache::default();
-        assert!(!std::ptr::eq(
-            c.recording(&value, &other, || Some(7)),
-            shared
-        ));
+        assert!(!std::ptr::eq(c.recording(&value, &other, || 7), shared));
+    }
+
+    /// A value that says its parts cache their own renamed hashes.
+    struct Composite(String);
+
+    impl Symmetric for Composite {
+        fn hash_renamed<H: std::hash::Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
+            self.0.hash_renamed(renaming, state);
+        }
+
+        const CACHES_PARTS: bool = true;
     }
 
     #[test]
     fn a_value_recorded_each_time_is_not_kept() {
         let all = renamings(100);
-        let value = "c#1".to_owned();
+        let value = Composite("c#1".to_owned());
         let (a, b) = (RenamedCache::default(), RenamedCache::default());
-        let one = a.recording(&value, &all, || None);
-        let two = b.recording(&value, &all, || None);
+        let one = a.recording(&value, &all, || 7);
+        let two = b.recording(&value, &all, || 7);
         assert!(!std::ptr::eq(one, two));
         for renaming in all.iter() {
             assert_eq!(
