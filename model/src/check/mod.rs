@@ -141,6 +141,7 @@
 mod forget;
 mod job;
 mod run;
+mod verdicts;
 mod walk;
 mod workloads;
 
@@ -271,6 +272,12 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     /// (see the module docs). Not so for the sharded job, whose allocation orders instances by
     /// their ids.
     const SYMMETRIC: bool = true;
+
+    /// Whether every judge's finding reads nothing of the state but its history (the entries,
+    /// and the shared log's length, which is the present): then each distinct history is
+    /// judged once, its verdicts kept for the next state with the same history and the same
+    /// `sometimes` verdicts before it. By default not.
+    const JUDGED_BY_HISTORY: bool = false;
 
     /// The recipe's directory (where waiters queue).
     fn dir(&self) -> &str;
@@ -771,10 +778,39 @@ impl<W: Workload> State<W> {
 
     /// Judges the properties on this state's history. `verdicts` still holds the parent's:
     /// a `sometimes` property that happened there has happened here (the history only grows),
-    /// so it is not judged again.
+    /// so it is not judged again. A history judged before, with the same `sometimes` verdicts
+    /// inherited, is not judged again either, where the judges read only the history
+    /// ([`Workload::JUDGED_BY_HISTORY`]; see [`verdicts`]).
     fn judge(&mut self) {
+        let sometimes = (W::judges().iter().enumerate())
+            .filter(|(_, judge)| judge.expectation == Expectation::Sometimes)
+            .fold(0u8, |bits, (index, _)| bits | 1 << index);
+        let inherited = self.verdicts & sometimes;
+        self.verdicts = if W::JUDGED_BY_HISTORY {
+            let key = self.history_key(inherited);
+            verdicts::remembered(key, || self.judged_afresh(inherited))
+        } else {
+            self.judged_afresh(inherited)
+        };
+    }
+
+    /// What [`verdicts`] keeps this state's verdicts under: the workload's type, the logs'
+    /// lengths and chained hashes, and the `sometimes` verdicts `inherited`.
+    fn history_key(&self, inherited: u8) -> u64 {
+        let mut hasher = crate::shared::fixed_hasher();
+        std::any::TypeId::of::<W>().hash(&mut hasher);
+        hasher.write_u8(inherited);
+        for log in std::iter::once(&self.shared).chain(self.seats.iter().map(|seat| &seat.log)) {
+            hasher.write_usize(log.len());
+            log.hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+
+    /// The verdicts of the workload's judges on this state's history, the `sometimes` ones
+    /// `inherited` being held already.
+    fn judged_afresh(&self, inherited: u8) -> u8 {
         let history = self.recorded();
-        let inherited = self.verdicts;
         let mut verdicts = 0;
         without_summaries(|| {
             for (index, judge) in W::judges().iter().enumerate() {
@@ -785,7 +821,7 @@ impl<W: Workload> State<W> {
                 }
             }
         });
-        self.verdicts = verdicts;
+        verdicts
     }
 }
 

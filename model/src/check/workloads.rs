@@ -172,6 +172,9 @@ impl Workload for LockWorkload {
     type Report = LockReport;
     type App = LockApp;
 
+    /// Its judges read the history, and "leader elected" the shared log's length.
+    const JUDGED_BY_HISTORY: bool = true;
+
     fn dir(&self) -> &str {
         LOCK_DIR
     }
@@ -376,6 +379,9 @@ impl<R: LeaderRecipe> Workload for R {
     type Request = R::Request;
     type Report = R::Report;
     type App = LeaderApp;
+
+    /// Its judges read the history, and "leader elected" the shared log's length.
+    const JUDGED_BY_HISTORY: bool = true;
 
     fn dir(&self) -> &str {
         R::DIR
