@@ -140,8 +140,8 @@
 
 mod forget;
 mod job;
+mod kept;
 mod run;
-mod verdicts;
 mod walk;
 mod workloads;
 
@@ -274,10 +274,12 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     const SYMMETRIC: bool = true;
 
     /// Whether every judge's finding reads nothing of the state but its history (the entries,
-    /// and the shared log's length, which is the present): then each distinct history is
-    /// judged once, its verdicts kept for the next state with the same history and the same
-    /// `sometimes` verdicts before it. By default not.
-    const JUDGED_BY_HISTORY: bool = false;
+    /// and the shared log's length, which is the present), and what the workload forgets of the
+    /// shared history ([`Workload::settled_shared`], [`Workload::canonical_shared`]) nothing
+    /// but the shared history and the verdicts ([`State::happened`]). Then each distinct
+    /// history is judged once, and each distinct shared history forgotten once: the results
+    /// are kept for the next state with the same history and verdicts. By default not.
+    const READS_HISTORY_ALONE: bool = false;
 
     /// The recipe's directory (where waiters queue).
     fn dir(&self) -> &str;
@@ -780,21 +782,21 @@ impl<W: Workload> State<W> {
     /// a `sometimes` property that happened there has happened here (the history only grows),
     /// so it is not judged again. A history judged before, with the same `sometimes` verdicts
     /// inherited, is not judged again either, where the judges read only the history
-    /// ([`Workload::JUDGED_BY_HISTORY`]; see [`verdicts`]).
+    /// ([`Workload::READS_HISTORY_ALONE`]; see [`kept`]).
     fn judge(&mut self) {
         let sometimes = (W::judges().iter().enumerate())
             .filter(|(_, judge)| judge.expectation == Expectation::Sometimes)
             .fold(0u8, |bits, (index, _)| bits | 1 << index);
         let inherited = self.verdicts & sometimes;
-        self.verdicts = if W::JUDGED_BY_HISTORY {
+        self.verdicts = if W::READS_HISTORY_ALONE {
             let key = self.history_key(inherited);
-            verdicts::remembered(key, || self.judged_afresh(inherited))
+            kept::judged(key, || self.judged_afresh(inherited))
         } else {
             self.judged_afresh(inherited)
         };
     }
 
-    /// What [`verdicts`] keeps this state's verdicts under: the workload's type, the logs'
+    /// What [`kept`] keeps this state's verdicts under: the workload's type, the logs'
     /// lengths and chained hashes, and the `sometimes` verdicts `inherited`.
     fn history_key(&self, inherited: u8) -> u64 {
         let mut hasher = crate::shared::fixed_hasher();

@@ -172,8 +172,9 @@ impl Workload for LockWorkload {
     type Report = LockReport;
     type App = LockApp;
 
-    /// Its judges read the history, and "leader elected" the shared log's length.
-    const JUDGED_BY_HISTORY: bool = true;
+    /// Its judges read the history, and "leader elected" the shared log's length; what it
+    /// forgets reads the shared history and whether "lock changed hands after a loss" has happened.
+    const READS_HISTORY_ALONE: bool = true;
 
     fn dir(&self) -> &str {
         LOCK_DIR
@@ -380,8 +381,9 @@ impl<R: LeaderRecipe> Workload for R {
     type Report = R::Report;
     type App = LeaderApp;
 
-    /// Its judges read the history, and "leader elected" the shared log's length.
-    const JUDGED_BY_HISTORY: bool = true;
+    /// Its judges read the history, and "leader elected" the shared log's length; what it
+    /// forgets reads the shared history and whether "leadership changed hands after a loss" has happened.
+    const READS_HISTORY_ALONE: bool = true;
 
     fn dir(&self) -> &str {
         R::DIR
