@@ -94,7 +94,7 @@ impl<W: Workload> RecipeModel<W> {
     }
 
     /// The shared history of `state` after [`drop_settled_shared`](Self::drop_settled_shared).
-    fn forgotten_shared(workload: &W, state: &State<W>) -> SharedLog<HistoryEntry> {
+    pub(super) fn forgotten_shared(workload: &W, state: &State<W>) -> SharedLog<HistoryEntry> {
         let mut shared = Vec::with_capacity(state.shared.len());
         state.shared.extend_oldest_first(&mut shared);
         if let Some(canonical) = workload.canonical_shared(&shared, state) {
@@ -129,96 +129,11 @@ impl<W: Workload> RecipeModel<W> {
 
 #[cfg(test)]
 mod tests {
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
     use stateright::Model;
-    use zkh_recipes::election::ElectionVariant;
-    use zkh_recipes::latch::LatchVariant;
-    use zkh_recipes::lock::LockVariant;
     use zkh_recipes::master::MasterVariant;
 
-    use super::super::{
-        Acting, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload, MasterWorkload,
-    };
+    use super::super::{Acting, FaultBudget, MasterWorkload};
     use super::*;
-
-    /// Walks seeded random paths of `workload` (three clients, every kind of fault) with
-    /// forgetting, and requires every step's shared history to be the one its unforgetting
-    /// twin forgets afresh: the one kept for an earlier equal input must be that one.
-    fn kept_forgetting_is_forgetting<W: Workload>(workload: W) {
-        assert!(W::READS_HISTORY_ALONE, "its forgetting is kept");
-        let model = RecipeModel {
-            workload,
-            clients: 3,
-            budget: FaultBudget::parse(
-                "drop-request=1,drop-reply=1,expire=1,client-expire=1,leader-change=1,crash=1",
-            )
-            .expect("a budget"),
-            acting: Acting::CaughtUp,
-            forget_settled: true,
-            symmetric: false,
-            one_invariant: false,
-        };
-        let whole = RecipeModel {
-            forget_settled: false,
-            ..model.clone()
-        };
-        let always = (W::judges().iter().enumerate())
-            .filter(|(_, judge)| judge.expectation == Expectation::Always)
-            .fold(0, |mask, (index, _)| mask | 1 << index);
-        let mut forgotten = 0;
-        for seed in 0..150 {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let mut state = model.init_states().remove(0);
-            let mut actions = Vec::new();
-            for _ in 0..150 {
-                actions.clear();
-                model.actions(&state, &mut actions);
-                let (faults, moves): (Vec<_>, Vec<_>) =
-                    actions.drain(..).partition(|action| action.is_fault());
-                let mut choices =
-                    if moves.is_empty() || !faults.is_empty() && rng.random_ratio(1, 12) {
-                        faults
-                    } else {
-                        moves
-                    };
-                if choices.is_empty() {
-                    break;
-                }
-                let action = choices.swap_remove(rng.random_range(0..choices.len()));
-                let Some(next) = model.next_state(&state, action.clone()) else {
-                    continue;
-                };
-                let unforgotten = whole.next_state(&state, action).expect("the same step");
-                let grew = unforgotten.shared.len() != state.shared.len();
-                let afresh = if grew && unforgotten.verdicts & always == always {
-                    RecipeModel::forgotten_shared(&model.workload, &unforgotten)
-                } else {
-                    unforgotten.shared.clone()
-                };
-                forgotten += unforgotten.shared.len() - afresh.len();
-                assert_eq!(next.shared, afresh, "seed {seed}: the shared history");
-                state = next;
-            }
-        }
-        assert!(forgotten > 0, "something was forgotten");
-    }
-
-    #[test]
-    fn kept_forgetting_is_forgetting_afresh() {
-        for variant in [LockVariant::Correct, LockVariant::Herd] {
-            kept_forgetting_is_forgetting(LockWorkload { variant });
-        }
-        for variant in [LatchVariant::Correct, LatchVariant::TrustPredecessor] {
-            kept_forgetting_is_forgetting(LatchWorkload { variant });
-        }
-        for variant in [ElectionVariant::Correct, ElectionVariant::CheckThenWrite] {
-            kept_forgetting_is_forgetting(ElectionWorkload { variant });
-        }
-        for variant in [MasterVariant::Correct, MasterVariant::NoWatch] {
-            kept_forgetting_is_forgetting(MasterWorkload { variant });
-        }
-    }
 
     /// A history no judge can use any more is dropped whole, also where the workload puts what
     /// it keeps in a canonical form (which, for nothing kept, is nothing).

@@ -86,6 +86,18 @@ pub(super) fn forgotten(
 
 #[cfg(test)]
 mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use stateright::{Expectation, Model};
+    use zkh_recipes::election::ElectionVariant;
+    use zkh_recipes::latch::LatchVariant;
+    use zkh_recipes::lock::LockVariant;
+    use zkh_recipes::master::MasterVariant;
+
+    use super::super::{
+        Acting, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload, MasterWorkload,
+        RecipeModel, State, Workload,
+    };
     use super::*;
 
     #[test]
@@ -101,5 +113,148 @@ mod tests {
         assert_eq!(judged(0xdead_beef_0000_0002, || judge(6)), 6);
         assert_eq!(judged(0xdead_beef_0000_0001, || judge(7)), 7);
         assert_eq!(judged_count, 3);
+    }
+
+    /// The `always` properties of `W`, one bit each.
+    fn always<W: Workload>() -> u8 {
+        (W::judges().iter().enumerate())
+            .filter(|(_, judge)| judge.expectation == Expectation::Always)
+            .fold(0, |mask, (index, _)| mask | 1 << index)
+    }
+
+    /// Whether `state`'s verdicts are the findings on `unforgotten`, the same step from the
+    /// same parent without forgetting (the verdicts are judged before the step forgets, which
+    /// may drop what a `sometimes` property that has happened read): an `always` or
+    /// `eventually` verdict is its finding, a `sometimes` verdict its finding or the parent's.
+    fn verdicts_are_findings<W: Workload>(
+        parent: &State<W>,
+        state: &State<W>,
+        unforgotten: &State<W>,
+        at: &str,
+    ) {
+        let findings = unforgotten.findings();
+        for (index, (judge, finding)) in W::judges().iter().zip(&findings).enumerate() {
+            let bit = 1u8 << index;
+            let inherited =
+                judge.expectation == Expectation::Sometimes && parent.verdicts & bit != 0;
+            assert_eq!(
+                state.verdicts & bit != 0,
+                inherited || finding.holds,
+                "{at}: the verdict of {:?} ({})",
+                judge.name,
+                finding.detail
+            );
+        }
+    }
+
+    /// Walks seeded random paths of `workload` (three clients, every kind of fault), keeping
+    /// the whole history and forgetting, with applications acting when caught up and when not,
+    /// and requires at every step that what the keeps gave is what the work gives afresh: the
+    /// verdicts, and the shared history after forgetting. The walks share their first steps,
+    /// so most of what they get is kept. Returns how many entries were forgotten.
+    fn kept_results_are_results_afresh<W: Workload>(name: &str, workload: W) -> usize {
+        assert!(W::READS_HISTORY_ALONE, "{name}: its results are kept");
+        let mut forgotten = 0;
+        for acting in [Acting::CaughtUp, Acting::Unfenced] {
+            for forget_settled in [false, true] {
+                let model = RecipeModel {
+                    workload: workload.clone(),
+                    clients: 3,
+                    budget: FaultBudget::parse(
+                        "drop-request=1,drop-reply=1,expire=1,client-expire=1,leader-change=1,\
+                         crash=1",
+                    )
+                    .expect("a budget"),
+                    acting,
+                    forget_settled,
+                    symmetric: false,
+                    one_invariant: false,
+                };
+                let whole = RecipeModel {
+                    forget_settled: false,
+                    ..model.clone()
+                };
+                for seed in 0..150 {
+                    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                    let mut state = model.init_states().remove(0);
+                    let mut path = Vec::new();
+                    let mut actions = Vec::new();
+                    for _ in 0..150 {
+                        actions.clear();
+                        model.actions(&state, &mut actions);
+                        // One step in 12 is a fault, where one is enabled.
+                        let (faults, moves): (Vec<_>, Vec<_>) =
+                            actions.drain(..).partition(|action| action.is_fault());
+                        let fault = !faults.is_empty() && rng.random_ratio(1, 12);
+                        let mut choices = if moves.is_empty() || fault {
+                            faults
+                        } else {
+                            moves
+                        };
+                        if choices.is_empty() {
+                            break;
+                        }
+                        let action = choices.swap_remove(rng.random_range(0..choices.len()));
+                        path.push(action.clone());
+                        let Some(next) = model.next_state(&state, action.clone()) else {
+                            continue;
+                        };
+                        let unforgotten = whole.next_state(&state, action).expect("one step");
+                        let at = format!(
+                            "{name}, acting {acting:?}, forgetting {forget_settled}, seed \
+                             {seed}, after {path:?}"
+                        );
+                        verdicts_are_findings(&state, &next, &unforgotten, &at);
+                        let grew = unforgotten.shared.len() != state.shared.len();
+                        let holds = unforgotten.verdicts & always::<W>() == always::<W>();
+                        let afresh = if forget_settled && grew && holds {
+                            RecipeModel::forgotten_shared(&model.workload, &unforgotten)
+                        } else {
+                            unforgotten.shared.clone()
+                        };
+                        forgotten += unforgotten.shared.len() - afresh.len();
+                        assert_eq!(next.shared, afresh, "{at}: the shared history");
+                        state = next;
+                    }
+                }
+            }
+        }
+        forgotten
+    }
+
+    #[test]
+    fn the_lock_keeps_what_it_would_find_afresh() {
+        for variant in [
+            LockVariant::Correct,
+            LockVariant::Herd,
+            LockVariant::Unprotected,
+        ] {
+            let name = format!("lock {variant:?}");
+            assert!(kept_results_are_results_afresh(&name, LockWorkload { variant }) > 0);
+        }
+    }
+
+    #[test]
+    fn the_latch_keeps_what_it_would_find_afresh() {
+        for variant in [
+            LatchVariant::Correct,
+            LatchVariant::TrustPredecessor,
+            LatchVariant::NoOwnerCheck,
+        ] {
+            let name = format!("latch {variant:?}");
+            assert!(kept_results_are_results_afresh(&name, LatchWorkload { variant }) > 0);
+        }
+    }
+
+    #[test]
+    fn the_elections_keep_what_they_would_find_afresh() {
+        for variant in [ElectionVariant::Correct, ElectionVariant::CheckThenWrite] {
+            let name = format!("election {variant:?}");
+            assert!(kept_results_are_results_afresh(&name, ElectionWorkload { variant }) > 0);
+        }
+        for variant in [MasterVariant::Correct, MasterVariant::NoWatch] {
+            let name = format!("master {variant:?}");
+            assert!(kept_results_are_results_afresh(&name, MasterWorkload { variant }) > 0);
+        }
     }
 }
