@@ -22,7 +22,8 @@ use std::any::TypeId;
 use std::fmt::Debug;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use zkh_recipes::symmetry::{
     memoized, ByRenaming, Outline, Recording, RenamedCache, Renaming, Renamings, Symmetric,
@@ -39,8 +40,37 @@ pub struct Shared<T> {
 #[derive(Debug)]
 struct Cached<T> {
     value: T,
-    hash: OnceLock<u64>,
+    hash: HashCell,
     renamed: RenamedCache,
+}
+
+/// A hash computed at most once per holder, kept in one atomic word: 0 stands for "not yet", so
+/// a hash of 0 is kept, and returned, as 1. Unlike a `OnceLock`, reading and filling it is a
+/// plain load and store (no lock, no read-modify-write); two threads that fill it at once
+/// compute the same hash, and either store does.
+#[derive(Debug, Default)]
+pub struct HashCell(AtomicU64);
+
+impl HashCell {
+    /// A cell that holds `hash`.
+    pub fn of(hash: u64) -> HashCell {
+        HashCell(AtomicU64::new(hash.max(1)))
+    }
+
+    /// The hash, if computed.
+    pub fn get(&self) -> Option<u64> {
+        let hash = self.0.load(Ordering::Relaxed);
+        (hash != 0).then_some(hash)
+    }
+
+    /// The hash, computed by `compute` unless kept (and kept from now on).
+    pub fn get_or(&self, compute: impl FnOnce() -> u64) -> u64 {
+        self.get().unwrap_or_else(|| {
+            let hash = compute().max(1);
+            self.0.store(hash, Ordering::Relaxed);
+            hash
+        })
+    }
 }
 
 impl<T: Clone> Clone for Cached<T> {
@@ -54,7 +84,7 @@ impl<T> Cached<T> {
     fn new(value: T) -> Cached<T> {
         Cached {
             value,
-            hash: OnceLock::new(),
+            hash: HashCell::default(),
             renamed: RenamedCache::default(),
         }
     }
@@ -81,7 +111,7 @@ impl<T: Hash + Clone> Shared<T> {
 
     /// The value's hash, computed once.
     fn plain_hash(&self) -> u64 {
-        *self.value.hash.get_or_init(|| hash_of(&self.value.value))
+        self.value.hash.get_or(|| hash_of(&self.value.value))
     }
 
     /// The value, to change (its hashes are computed again when next asked for).
@@ -165,7 +195,7 @@ impl<T: Hash + Clone> DerefMut for SharedMut<'_, T> {
         let cached = Arc::make_mut(&mut self.shared.value);
         // Changed: its hashes no longer hold (a copy starts without any).
         if cached.hash.get().is_some() || !cached.renamed.is_empty() {
-            cached.hash = OnceLock::new();
+            cached.hash = HashCell::default();
             cached.renamed = RenamedCache::default();
         }
         &mut cached.value
@@ -401,6 +431,24 @@ impl<T: Symmetric + Hash + 'static> Symmetric for SharedLog<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hash_cell_computes_once_and_keeps_zero_as_one() {
+        let cell = HashCell::default();
+        assert_eq!(cell.get(), None);
+        let mut computed = 0;
+        let mut compute = |hash: u64| {
+            computed += 1;
+            hash
+        };
+        assert_eq!(cell.get_or(|| compute(7)), 7);
+        assert_eq!(cell.get_or(|| compute(8)), 7);
+        assert_eq!(computed, 1);
+        let zero = HashCell::default();
+        assert_eq!(zero.get_or(|| 0), 1);
+        assert_eq!(zero.get(), Some(1));
+        assert_eq!(HashCell::of(0).get(), Some(1));
+    }
 
     #[test]
     fn a_change_is_private_to_its_copy_and_updates_the_hash() {

@@ -148,7 +148,7 @@ mod workloads;
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use stateright::{Expectation, Model, Property};
@@ -165,6 +165,7 @@ use crate::properties::{without_summaries, Finding};
 use crate::request::Notification;
 use crate::zookeeper::ZkModel;
 
+use crate::shared::HashCell;
 pub use crate::shared::{Shared, SharedLog, SharedMut};
 pub use job::{JobApp, JobWorkload, JOB_CYCLES, JOB_ITEMS};
 pub use run::{
@@ -514,12 +515,12 @@ pub struct State<W: Workload> {
 /// A state's class hash, computed once: a cache, so a copy of the state (made to be changed)
 /// starts without it, and it takes no part in comparing states.
 #[derive(Debug, Default)]
-pub struct ClassHash(OnceLock<u64>);
+pub struct ClassHash(HashCell);
 
 impl ClassHash {
     /// A cache that holds `hash`.
     fn of(hash: u64) -> ClassHash {
-        ClassHash(OnceLock::from(hash))
+        ClassHash(HashCell::of(hash))
     }
 }
 
@@ -582,7 +583,7 @@ impl<W: Workload> State<W> {
     /// renaming does, so a state is hashed once, from its parts' cached hashes under it.
     pub fn class_hash(&self) -> Option<u64> {
         if let Some(class) = self.class_hash.0.get() {
-            return Some(*class);
+            return Some(class);
         }
         let all = self.renamings.as_ref()?;
         let class = || {
@@ -590,7 +591,7 @@ impl<W: Workload> State<W> {
             let signatures = &signatures[..self.seats.len()];
             least_in_order(all, signatures, |renaming| self.hash_under(renaming))
         };
-        Some(*self.class_hash.0.get_or_init(class))
+        Some(self.class_hash.0.get_or(class))
     }
 
     /// Each client's signature: what the state says about it that no renaming of the clients
