@@ -115,6 +115,14 @@
 //! the same verdicts at every step; [`RecipeModel::forget_settled`] turns it off (the command
 //! line replays a counterexample that way, to explain it with its whole history).
 //!
+//! Forgetting makes states reached by different roads share one history, so most histories a
+//! step makes were made before. Where the judges and the forgetting read nothing of a state
+//! but its history and verdicts ([`Workload::READS_HISTORY_ALONE`]: every workload but the
+//! sharded job), each distinct history is judged once, and each distinct shared history
+//! forgotten once, per thread; the results are kept under the logs' chained hashes (see
+//! `kept.rs`, whose tests walk every such recipe and require the kept results to be what the
+//! work gives afresh).
+//!
 //! # Symmetry
 //!
 //! The clients differ only in their identities (see [`zkh_recipes::symmetry`]): the workloads
