@@ -81,39 +81,42 @@ impl<W: Workload> RecipeModel<W> {
     /// ([`Workload::READS_HISTORY_ALONE`]), each distinct shared history is forgotten once
     /// (see [`kept`](super::kept)).
     fn drop_settled_shared(workload: &W, state: &mut State<W>) {
-        state.shared = if W::READS_HISTORY_ALONE {
+        if W::READS_HISTORY_ALONE {
             let mut hasher = crate::shared::fixed_hasher();
             std::any::TypeId::of::<W>().hash(&mut hasher);
             hasher.write_u8(state.verdicts);
             hasher.write_usize(state.shared.len());
             state.shared.hash(&mut hasher);
-            super::kept::forgotten(hasher.finish(), || Self::forgotten_shared(workload, state))
-        } else {
-            Self::forgotten_shared(workload, state)
-        };
+            state.shared = super::kept::forgotten(hasher.finish(), || {
+                Self::forgotten_shared(workload, state).unwrap_or_else(|| state.shared.clone())
+            });
+        } else if let Some(forgotten) = Self::forgotten_shared(workload, state) {
+            state.shared = forgotten;
+        }
     }
 
-    /// The shared history of `state` after [`drop_settled_shared`](Self::drop_settled_shared).
-    pub(super) fn forgotten_shared(workload: &W, state: &State<W>) -> SharedLog<HistoryEntry> {
+    /// The shared history of `state` after [`drop_settled_shared`](Self::drop_settled_shared),
+    /// if that changes it.
+    pub(super) fn forgotten_shared(
+        workload: &W,
+        state: &State<W>,
+    ) -> Option<SharedLog<HistoryEntry>> {
         let mut shared = Vec::with_capacity(state.shared.len());
         state.shared.extend_oldest_first(&mut shared);
         if let Some(canonical) = workload.canonical_shared(&shared, state) {
             let unchanged = canonical.len() == shared.len()
                 && (shared.iter().zip(&canonical)).all(|(entry, event)| entry.event == *event);
-            if unchanged {
-                return state.shared.clone();
-            }
-            return Self::timed_by_place(canonical);
+            return (!unchanged).then(|| Self::timed_by_place(canonical));
         }
         let settled = workload.settled_shared(&shared, state);
         if settled == 0 {
-            return state.shared.clone();
+            return None;
         }
         let renumbered = shared[settled..].iter().enumerate().map(|(at, entry)| {
             debug_assert_eq!(entry.at_us, (settled + at) as u64, "timed by place");
             entry.event.clone()
         });
-        Self::timed_by_place(renumbered)
+        Some(Self::timed_by_place(renumbered))
     }
 
     /// A shared history of `events`, each timed by its place.

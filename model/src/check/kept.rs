@@ -224,6 +224,7 @@ mod tests {
                         let holds = unforgotten.verdicts & always::<W>() == always::<W>();
                         let afresh = if forget_settled && grew && holds {
                             RecipeModel::forgotten_shared(&model.workload, &unforgotten)
+                                .unwrap_or_else(|| unforgotten.shared.clone())
                         } else {
                             unforgotten.shared.clone()
                         };

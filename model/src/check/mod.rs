@@ -793,15 +793,16 @@ impl<W: Workload> State<W> {
     /// inherited, is not judged again either, where the judges read only the history
     /// ([`Workload::READS_HISTORY_ALONE`]; see [`kept`]).
     fn judge(&mut self) {
-        let sometimes = (W::judges().iter().enumerate())
-            .filter(|(_, judge)| judge.expectation == Expectation::Sometimes)
-            .fold(0u8, |bits, (index, _)| bits | 1 << index);
-        let inherited = self.verdicts & sometimes;
         self.verdicts = if W::READS_HISTORY_ALONE {
+            // Only the `sometimes` verdicts are inherited: the key holds those alone.
+            let sometimes = (W::judges().iter().enumerate())
+                .filter(|(_, judge)| judge.expectation == Expectation::Sometimes)
+                .fold(0u8, |bits, (index, _)| bits | 1 << index);
+            let inherited = self.verdicts & sometimes;
             let key = self.history_key(inherited);
             kept::judged(key, || self.judged_afresh(inherited))
         } else {
-            self.judged_afresh(inherited)
+            self.judged_afresh(self.verdicts)
         };
     }
 
@@ -819,7 +820,7 @@ impl<W: Workload> State<W> {
     }
 
     /// The verdicts of the workload's judges on this state's history, the `sometimes` ones
-    /// `inherited` being held already.
+    /// set in `inherited` being held already (its other bits are not read).
     fn judged_afresh(&self, inherited: u8) -> u8 {
         let history = self.recorded();
         let mut verdicts = 0;
