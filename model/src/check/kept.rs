@@ -40,7 +40,7 @@ const VERDICT_SLOTS: usize = 1 << 16;
 const FORGOTTEN_SLOTS: usize = 1 << 10;
 
 /// Results, each in the slot its key picks, with its key; `slots` of them.
-pub(super) struct Keep<T> {
+struct Keep<T> {
     kept: Vec<Option<(u64, T)>>,
     slots: usize,
 }
