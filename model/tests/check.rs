@@ -26,6 +26,7 @@ fn model<W: Workload>(workload: W, clients: usize, faults: &str) -> RecipeModel<
         forget_settled: true,
         symmetric: false,
         one_invariant: false,
+        reached: Default::default(),
     }
 }
 
@@ -291,6 +292,7 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         forget_settled: true,
         symmetric: false,
         one_invariant: false,
+        reached: Default::default(),
     };
     let verdict = check(&model);
     assert_eq!(verdict.violation, None);
@@ -317,6 +319,7 @@ fn no_watch_backups_leave_the_application_without_a_master_after_its_expiry() {
         forget_settled: true,
         symmetric: false,
         one_invariant: false,
+        reached: Default::default(),
     };
     caught("no-watch", &model("expire=1"), "leader elected", 9);
     caught(

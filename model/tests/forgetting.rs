@@ -43,6 +43,7 @@ fn models<W: Workload>(workload: W, acting: Acting) -> (RecipeModel<W>, RecipeMo
         forget_settled: true,
         symmetric: false,
         one_invariant: false,
+        reached: Default::default(),
     };
     let whole = RecipeModel {
         forget_settled: false,

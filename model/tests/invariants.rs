@@ -30,6 +30,7 @@ fn model<W: Workload>(workload: W, faults: &str) -> RecipeModel<W> {
         forget_settled: true,
         symmetric: false,
         one_invariant: false,
+        reached: Default::default(),
     }
 }
 

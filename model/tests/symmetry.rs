@@ -34,6 +34,7 @@ fn model<W: Workload>(workload: W, acting: Acting) -> RecipeModel<W> {
         forget_settled: true,
         symmetric: true,
         one_invariant: false,
+        reached: Default::default(),
     }
 }
 

@@ -35,6 +35,7 @@ fn model<W: Workload>(workload: W, clients: usize, faults: &str, acting: Acting)
         forget_settled: true,
         symmetric: false,
         one_invariant: false,
+        reached: Default::default(),
     }
 }
 

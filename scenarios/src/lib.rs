@@ -131,6 +131,7 @@ impl Recipe {
             forget_settled: true,
             symmetric: false,
             one_invariant: false,
+            reached: Default::default(),
         }
     }
 

@@ -152,6 +152,7 @@ mod tests {
             forget_settled: true,
             symmetric: false,
             one_invariant: false,
+            reached: Default::default(),
         };
         let parent = model.init_states().remove(0);
         assert!(parent.shared.is_empty(), "a fresh state has no history");

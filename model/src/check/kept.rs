@@ -184,6 +184,7 @@ mod tests {
                     forget_settled,
                     symmetric: false,
                     one_invariant: false,
+                    reached: Default::default(),
                 };
                 let whole = RecipeModel {
                     forget_settled: false,

@@ -156,6 +156,7 @@ mod workloads;
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -400,6 +401,13 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
 
 /// The most properties a workload may name.
 pub const MAX_JUDGES: usize = 8;
+
+/// The `sometimes` properties of workload `W`, one bit each (by its judges' order).
+pub fn sometimes_bits<W: Workload>() -> u8 {
+    (W::judges().iter().enumerate())
+        .filter(|(_, judge)| judge.expectation == Expectation::Sometimes)
+        .fold(0, |bits, (index, _)| bits | 1 << index)
+}
 
 /// One named property of a workload: its class, and its verdict on a state's history.
 pub struct Judge<W: Workload> {
@@ -795,10 +803,7 @@ impl<W: Workload> State<W> {
     fn judge(&mut self) {
         self.verdicts = if W::READS_HISTORY_ALONE {
             // Only the `sometimes` verdicts are inherited: the key holds those alone.
-            let sometimes = (W::judges().iter().enumerate())
-                .filter(|(_, judge)| judge.expectation == Expectation::Sometimes)
-                .fold(0u8, |bits, (index, _)| bits | 1 << index);
-            let inherited = self.verdicts & sometimes;
+            let inherited = self.verdicts & sometimes_bits::<W>();
             let key = self.history_key(inherited);
             kept::judged(key, || self.judged_afresh(inherited))
         } else {
@@ -897,8 +902,34 @@ pub struct RecipeModel<W: Workload> {
     /// it looks up once per state instead of once each: set by the depth-first search, for its
     /// own copy of the model, which then names the first of them that failed
     /// ([`RecipeModel::first_broken_invariant`]). A breadth-first search, which may look for
-    /// one property, and the Explorer get them apart.
+    /// one property, and the Explorer get them apart. Such a search gets no `sometimes`
+    /// property either: stateright would look each one up in its discoveries at every state (a
+    /// SipHash of its name and a lock, 7% of the lock's instructions), so the invariants'
+    /// check notes in [`RecipeModel::reached`] which ones each state has reached.
     pub one_invariant: bool,
+    /// The `sometimes` properties (one bit each, by the workload's judges' order) that some
+    /// state has reached, where the invariants are checked as one ([`RecipeModel::one_invariant`]).
+    /// Shared by the copies of the model; a search gives its own copy a fresh one.
+    pub reached: Reached,
+}
+
+/// `sometimes` properties reached (one bit each), shared by the copies of a model: a search
+/// notes them from its checker's thread, and reads them when it is done.
+#[derive(Clone, Debug, Default)]
+pub struct Reached(Arc<AtomicU8>);
+
+impl Reached {
+    /// Notes `bits` as reached: a plain load, and a store only when one is new.
+    pub fn note(&self, bits: u8) {
+        if bits & !self.0.load(Ordering::Relaxed) != 0 {
+            self.0.fetch_or(bits, Ordering::Relaxed);
+        }
+    }
+
+    /// The bits noted so far.
+    pub fn bits(&self) -> u8 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 impl<W: Workload> RecipeModel<W> {
@@ -1236,13 +1267,11 @@ impl<W: Workload> Model for RecipeModel<W> {
     fn properties(&self) -> Vec<Property<Self>> {
         let apart = W::judges().iter().enumerate().map(Self::judged_property);
         if self.one_invariant {
-            let one = Property {
+            return vec![Property {
                 expectation: Expectation::Always,
                 name: INVARIANTS,
-                condition: Self::invariants_hold,
-            };
-            let sometimes = apart.filter(|p| p.expectation == Expectation::Sometimes);
-            return std::iter::once(one).chain(sometimes).collect();
+                condition: Self::invariants_hold_noting_reached,
+            }];
         }
         apart.chain([Self::progress_property()]).collect()
     }
@@ -1367,6 +1396,13 @@ impl<W: Workload> RecipeModel<W> {
     /// each apart.
     pub fn invariants_hold(&self, state: &State<W>) -> bool {
         Self::invariants_apart().all(|p| (p.condition)(self, state))
+    }
+
+    /// [`RecipeModel::invariants_hold`], noting the `sometimes` properties `state` has reached
+    /// in [`RecipeModel::reached`]: the one property a depth-first search gives stateright.
+    fn invariants_hold_noting_reached(&self, state: &State<W>) -> bool {
+        self.reached.note(state.verdicts & sometimes_bits::<W>());
+        self.invariants_hold(state)
     }
 
     /// The first `always` or `eventually` property, in the order stateright gets them apart,

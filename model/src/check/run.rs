@@ -28,7 +28,7 @@ use stateright::{Checker, CheckerBuilder, Expectation, HasDiscoveries, Model};
 
 use zkh_recipes::symmetry::MAX_SYMMETRIC_CLIENTS;
 
-use super::{representative, Action, RecipeModel, Workload, INVARIANTS};
+use super::{representative, Action, Reached, RecipeModel, Workload, INVARIANTS};
 
 /// How many states the breadth-first probe generates before the depth-first search takes over:
 /// a few hundredths of a second, and enough for the shallow counterexamples of spaces with no
@@ -238,10 +238,12 @@ fn builder<W: Workload>(
     model: &RecipeModel<W>,
     symmetric: bool,
     one_invariant: bool,
+    reached: &Reached,
 ) -> CheckerBuilder<RecipeModel<W>> {
     let model = RecipeModel {
         symmetric,
         one_invariant,
+        reached: reached.clone(),
         ..model.clone()
     };
     model.checker().threads(1)
@@ -259,7 +261,8 @@ fn search<W: Workload>(
     // Depth first, stateright looks each property up once per state: the invariants as one
     // cost one lookup (breadth first, the probe is short and a shortening needs them apart).
     let one_invariant = order == Order::DepthFirst;
-    let mut builder = builder(model, symmetry, one_invariant)
+    let reached = Reached::default();
+    let mut builder = builder(model, symmetry, one_invariant, &reached)
         .finish_when(HasDiscoveries::AnyFailures)
         .target_max_depth(limits.max_depth.saturating_add(2));
     if let Some(max_states) = limits.max_states {
@@ -291,7 +294,15 @@ fn search<W: Workload>(
     };
     let complete = gave_up.is_none();
     let discoveries = checker.discoveries();
-    let unreached = if complete && violation.is_none() {
+    let unreached = if complete && violation.is_none() && one_invariant {
+        // Its `sometimes` properties were noted, not given to stateright.
+        (W::judges().iter().enumerate())
+            .filter(|(index, judge)| {
+                judge.expectation == Expectation::Sometimes && reached.bits() & 1 << index == 0
+            })
+            .map(|(_, judge)| judge.name)
+            .collect()
+    } else if complete && violation.is_none() {
         model
             .properties()
             .iter()
@@ -385,7 +396,7 @@ fn breadth_first_until<W: Workload>(
     length: usize,
     max_states: Option<usize>,
 ) -> Option<Vec<Action>> {
-    let mut builder = builder(model, false, false)
+    let mut builder = builder(model, false, false, &Reached::default())
         .target_max_depth(length + 2)
         .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])));
     if let Some(max_states) = max_states {
