@@ -15,7 +15,9 @@
 //!    ([`Limits::symmetry`], on by default; see [`representative`](super::representative)),
 //!    and gets the `always` and `eventually` properties as one, which stateright looks up once
 //!    per state, not once each; at a failure it names the first of them that fails
-//!    ([`RecipeModel::one_invariant`]). The path it keeps is the first failing one it met.
+//!    ([`RecipeModel::one_invariant`]). It gets no `sometimes` property: the invariants' check
+//!    notes which ones each state reached ([`RecipeModel::reached`]). The path it keeps is the
+//!    first failing one it met.
 //! 3. **The shortest counterexample**, when either search found a violation: breadth first
 //!    until that property fails (after a depth-first search, whose path can be far longer;
 //!    within [`SHORTEN_STATES`], or the depth-first path is kept and marked as not the
