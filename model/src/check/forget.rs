@@ -2,11 +2,10 @@
 //! (see the module docs of [`check`](super), "Forgetting settled history").
 
 use std::collections::BTreeSet;
-use std::hash::{Hash, Hasher};
 
 use stateright::Expectation;
 
-use super::{Inbound, RecipeModel, SharedLog, State, Workload};
+use super::{judged_bits, Inbound, RecipeModel, SharedLog, State, Workload};
 use crate::history::{HistoryEntry, HistoryEvent};
 
 impl<W: Workload> RecipeModel<W> {
@@ -25,11 +24,7 @@ impl<W: Workload> RecipeModel<W> {
         if !own_entries && !shared_grew {
             return;
         }
-        let always = W::judges()
-            .iter()
-            .enumerate()
-            .filter(|(_, judge)| judge.expectation == Expectation::Always)
-            .fold(0, |mask, (index, _)| mask | 1 << index);
+        let always = judged_bits::<W>(Expectation::Always);
         if state.verdicts & always != always {
             return;
         }
@@ -82,12 +77,7 @@ impl<W: Workload> RecipeModel<W> {
     /// (see [`kept`](super::kept)).
     fn drop_settled_shared(workload: &W, state: &mut State<W>) {
         if W::READS_HISTORY_ALONE {
-            let mut hasher = crate::shared::fixed_hasher();
-            std::any::TypeId::of::<W>().hash(&mut hasher);
-            hasher.write_u8(state.verdicts);
-            hasher.write_usize(state.shared.len());
-            state.shared.hash(&mut hasher);
-            state.shared = super::kept::forgotten(hasher.finish(), || {
+            state.shared = super::kept::forgotten(state, || {
                 Self::forgotten_shared(workload, state).unwrap_or_else(|| state.shared.clone())
             });
         } else if let Some(forgotten) = Self::forgotten_shared(workload, state) {

@@ -27,10 +27,12 @@
 //! Not kept: the sharded job's, whose "no shard lost" reads how many cycles ran and whether
 //! an instance registered again.
 
+use std::any::TypeId;
 use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
 use std::thread::LocalKey;
 
-use super::SharedLog;
+use super::{SharedLog, State, Workload};
 use crate::history::HistoryEntry;
 
 /// How many verdicts a thread keeps (24 bytes each).
@@ -61,7 +63,7 @@ thread_local! {
 }
 
 /// The result kept in `keep` under `key`, or `make()`'s, kept there from now on.
-fn kept<T: Clone + 'static>(
+fn kept_in<T: Clone + 'static>(
     keep: &'static LocalKey<RefCell<Keep<T>>>,
     key: u64,
     make: impl FnOnce() -> T,
@@ -86,17 +88,41 @@ fn kept<T: Clone + 'static>(
     result
 }
 
-/// The verdicts kept under `key`, or `judge()`'s.
-pub(super) fn judged(key: u64, judge: impl FnOnce() -> u8) -> u8 {
-    kept(&VERDICTS, key, judge)
+/// A hasher for the key of a result of workload `W`'s work, its type hashed first (its
+/// judges, and what it forgets, are its type's).
+fn key_of<W: Workload>() -> impl Hasher {
+    let mut hasher = crate::shared::fixed_hasher();
+    TypeId::of::<W>().hash(&mut hasher);
+    hasher
 }
 
-/// The shared log kept under `key`, or `forget()`'s.
-pub(super) fn forgotten(
-    key: u64,
+/// The verdicts kept for `state`'s history and the `sometimes` verdicts `inherited`, or
+/// `judge()`'s.
+pub(super) fn judged<W: Workload>(
+    state: &State<W>,
+    inherited: u8,
+    judge: impl FnOnce() -> u8,
+) -> u8 {
+    let mut key = key_of::<W>();
+    key.write_u8(inherited);
+    let logs = std::iter::once(&state.shared).chain(state.seats.iter().map(|seat| &seat.log));
+    for log in logs {
+        key.write_usize(log.len());
+        log.hash(&mut key);
+    }
+    kept_in(&VERDICTS, key.finish(), judge)
+}
+
+/// The shared log kept for `state`'s shared history and verdicts, or `forget()`'s.
+pub(super) fn forgotten<W: Workload>(
+    state: &State<W>,
     forget: impl FnOnce() -> SharedLog<HistoryEntry>,
 ) -> SharedLog<HistoryEntry> {
-    kept(&FORGOTTEN, key, forget)
+    let mut key = key_of::<W>();
+    key.write_u8(state.verdicts);
+    key.write_usize(state.shared.len());
+    state.shared.hash(&mut key);
+    kept_in(&FORGOTTEN, key.finish(), forget)
 }
 
 #[cfg(test)]
@@ -110,8 +136,8 @@ mod tests {
     use zkh_recipes::master::MasterVariant;
 
     use super::super::{
-        Acting, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload, MasterWorkload,
-        RecipeModel, State, Workload,
+        judged_bits, Acting, ElectionWorkload, FaultBudget, LatchWorkload, LockWorkload,
+        MasterWorkload, RecipeModel,
     };
     use super::*;
 
@@ -122,19 +148,12 @@ mod tests {
             judged_count += 1;
             verdicts
         };
-        assert_eq!(judged(0xdead_beef_0000_0001, || judge(3)), 3);
-        assert_eq!(judged(0xdead_beef_0000_0001, || judge(5)), 3);
+        assert_eq!(kept_in(&VERDICTS, 0xdead_beef_0000_0001, || judge(3)), 3);
+        assert_eq!(kept_in(&VERDICTS, 0xdead_beef_0000_0001, || judge(5)), 3);
         // The same slot (the key's upper half), another key: judged, and kept in its place.
-        assert_eq!(judged(0xdead_beef_0000_0002, || judge(6)), 6);
-        assert_eq!(judged(0xdead_beef_0000_0001, || judge(7)), 7);
+        assert_eq!(kept_in(&VERDICTS, 0xdead_beef_0000_0002, || judge(6)), 6);
+        assert_eq!(kept_in(&VERDICTS, 0xdead_beef_0000_0001, || judge(7)), 7);
         assert_eq!(judged_count, 3);
-    }
-
-    /// The `always` properties of `W`, one bit each.
-    fn always<W: Workload>() -> u8 {
-        (W::judges().iter().enumerate())
-            .filter(|(_, judge)| judge.expectation == Expectation::Always)
-            .fold(0, |mask, (index, _)| mask | 1 << index)
     }
 
     /// Whether `state`'s verdicts are the findings on `unforgotten`, the same step from the
@@ -222,7 +241,8 @@ mod tests {
                         );
                         verdicts_are_findings(&state, &next, &unforgotten, &at);
                         let grew = unforgotten.shared.len() != state.shared.len();
-                        let holds = unforgotten.verdicts & always::<W>() == always::<W>();
+                        let always = judged_bits::<W>(Expectation::Always);
+                        let holds = unforgotten.verdicts & always == always;
                         let afresh = if forget_settled && grew && holds {
                             RecipeModel::forgotten_shared(&model.workload, &unforgotten)
                                 .unwrap_or_else(|| unforgotten.shared.clone())

@@ -402,10 +402,11 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
 /// The most properties a workload may name.
 pub const MAX_JUDGES: usize = 8;
 
-/// The `sometimes` properties of workload `W`, one bit each (by its judges' order).
-pub fn sometimes_bits<W: Workload>() -> u8 {
+/// The properties of workload `W` of class `expectation`, one bit each (by its judges' order,
+/// as in [`State::verdicts`]).
+pub fn judged_bits<W: Workload>(expectation: Expectation) -> u8 {
     (W::judges().iter().enumerate())
-        .filter(|(_, judge)| judge.expectation == Expectation::Sometimes)
+        .filter(|(_, judge)| judge.expectation == expectation)
         .fold(0, |bits, (index, _)| bits | 1 << index)
 }
 
@@ -803,25 +804,11 @@ impl<W: Workload> State<W> {
     fn judge(&mut self) {
         self.verdicts = if W::READS_HISTORY_ALONE {
             // Only the `sometimes` verdicts are inherited: the key holds those alone.
-            let inherited = self.verdicts & sometimes_bits::<W>();
-            let key = self.history_key(inherited);
-            kept::judged(key, || self.judged_afresh(inherited))
+            let inherited = self.verdicts & judged_bits::<W>(Expectation::Sometimes);
+            kept::judged(self, inherited, || self.judged_afresh(inherited))
         } else {
             self.judged_afresh(self.verdicts)
         };
-    }
-
-    /// What [`kept`] keeps this state's verdicts under: the workload's type, the logs'
-    /// lengths and chained hashes, and the `sometimes` verdicts `inherited`.
-    fn history_key(&self, inherited: u8) -> u64 {
-        let mut hasher = crate::shared::fixed_hasher();
-        std::any::TypeId::of::<W>().hash(&mut hasher);
-        hasher.write_u8(inherited);
-        for log in std::iter::once(&self.shared).chain(self.seats.iter().map(|seat| &seat.log)) {
-            hasher.write_usize(log.len());
-            log.hash(&mut hasher);
-        }
-        hasher.finish()
     }
 
     /// The verdicts of the workload's judges on this state's history, the `sometimes` ones
@@ -1401,7 +1388,7 @@ impl<W: Workload> RecipeModel<W> {
     /// [`RecipeModel::invariants_hold`], noting the `sometimes` properties `state` has reached
     /// in [`RecipeModel::reached`]: the one property a depth-first search gives stateright.
     fn invariants_hold_noting_reached(&self, state: &State<W>) -> bool {
-        self.reached.note(state.verdicts & sometimes_bits::<W>());
+        (self.reached).note(state.verdicts & judged_bits::<W>(Expectation::Sometimes));
         self.invariants_hold(state)
     }
 

@@ -30,7 +30,7 @@ use stateright::{Checker, CheckerBuilder, Expectation, HasDiscoveries, Model};
 
 use zkh_recipes::symmetry::MAX_SYMMETRIC_CLIENTS;
 
-use super::{representative, Action, Reached, RecipeModel, Workload, INVARIANTS};
+use super::{judged_bits, representative, Action, Reached, RecipeModel, Workload, INVARIANTS};
 
 /// How many states the breadth-first probe generates before the depth-first search takes over:
 /// a few hundredths of a second, and enough for the shallow counterexamples of spaces with no
@@ -298,10 +298,9 @@ fn search<W: Workload>(
     let discoveries = checker.discoveries();
     let unreached = if complete && violation.is_none() && one_invariant {
         // Its `sometimes` properties were noted, not given to stateright.
+        let unreached = judged_bits::<W>(Expectation::Sometimes) & !reached.bits();
         (W::judges().iter().enumerate())
-            .filter(|(index, judge)| {
-                judge.expectation == Expectation::Sometimes && reached.bits() & 1 << index == 0
-            })
+            .filter(|(index, _)| unreached & 1 << index != 0)
             .map(|(_, judge)| judge.name)
             .collect()
     } else if complete && violation.is_none() {

@@ -173,7 +173,8 @@ impl Workload for LockWorkload {
     type App = LockApp;
 
     /// Its judges read the history, and "leader elected" the shared log's length; what it
-    /// forgets reads the shared history and whether "lock changed hands after a loss" has happened.
+    /// forgets reads the shared history and whether "lock changed hands after a loss"
+    /// has happened.
     const READS_HISTORY_ALONE: bool = true;
 
     fn dir(&self) -> &str {
@@ -382,7 +383,8 @@ impl<R: LeaderRecipe> Workload for R {
     type App = LeaderApp;
 
     /// Its judges read the history, and "leader elected" the shared log's length; what it
-    /// forgets reads the shared history and whether "leadership changed hands after a loss" has happened.
+    /// forgets reads the shared history and whether "leadership changed hands after a loss"
+    /// has happened.
     const READS_HISTORY_ALONE: bool = true;
 
     fn dir(&self) -> &str {
