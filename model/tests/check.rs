@@ -7,7 +7,7 @@
 
 use zkh_model::check::{
     check, check_observed, check_within, find_violation, Acting, ElectionWorkload, FaultBudget,
-    JobWorkload, LatchWorkload, Limits, LockWorkload, MasterWorkload, Order, Progress, RecipeModel,
+    JobWorkload, LatchWorkload, Limits, LockWorkload, MasterWorkload, Progress, RecipeModel,
     Workload,
 };
 use zkh_recipes::elastic_job::JobVariant;
@@ -103,7 +103,7 @@ fn the_correct_lock_passes_three_clients_with_a_lost_reply_and_an_expiry() {
 #[test]
 fn a_long_check_reports_its_progress_as_it_goes() {
     // The lock's standard check takes seconds, many progress intervals: the observer hears of
-    // each search, its counts only grow, and the last is what the verdict says. (Without
+    // the search, its counts only grow, and the last is what the verdict says. (Without
     // symmetry reduction, for the longer search.)
     let model = lock(LockVariant::Correct, "drop-reply=1,expire=1");
     let mut seen: Vec<Progress> = Vec::new();
@@ -113,19 +113,15 @@ fn a_long_check_reports_its_progress_as_it_goes() {
     };
     let verdict = check_observed(&model, limits, Some(&mut |p| seen.push(*p)));
     assert_eq!(verdict.unique_states, 668_917);
-    let depth_first: Vec<&Progress> = seen
-        .iter()
-        .filter(|p| p.order == Order::DepthFirst)
-        .collect();
     assert!(
-        depth_first.len() > 1,
+        seen.len() > 1,
         "several reports of a search of seconds: {seen:?}"
     );
-    for pair in depth_first.windows(2) {
+    for pair in seen.windows(2) {
         assert!(pair[0].unique_states <= pair[1].unique_states, "{pair:?}");
         assert!(pair[0].states <= pair[1].states, "{pair:?}");
     }
-    let last = depth_first.last().expect("reports");
+    let last = seen.last().expect("reports");
     assert!(last.unique_states <= verdict.unique_states);
     assert!(last.max_depth <= verdict.max_depth);
 }
@@ -193,16 +189,11 @@ fn the_correct_latch_passes_a_client_side_expiry() {
 }
 
 #[test]
-fn a_violation_past_the_breadth_first_probe_is_found_depth_first_and_shortened() {
-    // No-owner-check's counterexample needs more states than the probe generates, so the
-    // depth-first search finds it, by some longer path; the check still reports the shortest.
+fn a_violation_found_depth_first_is_shortened() {
+    // The depth-first search finds no-owner-check's counterexample by some longer path; the
+    // check still reports the shortest.
     let model = latch(LatchVariant::NoOwnerCheck, "client-expire=1");
     let verdict = check(&model);
-    assert_eq!(
-        verdict.search,
-        Order::DepthFirst,
-        "the probe did not decide"
-    );
     let violation = verdict.violation.expect("a violation");
     assert_eq!(violation.property, "single acting master");
     assert!(violation.shortest);
@@ -294,14 +285,7 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         one_invariant: false,
         reached: Default::default(),
     };
-    let verdict = check(&model);
-    assert_eq!(verdict.violation, None);
-    assert!(verdict.unreached.is_empty(), "{:?}", verdict.unreached);
-    // The whole space fits in the breadth-first probe, which does not reduce by symmetry (the
-    // master with a crash, below, is checked depth first and reduced).
-    assert!(verdict.complete && !verdict.symmetry, "{verdict:?}");
-    assert_eq!(verdict.search, Order::BreadthFirst);
-    assert_eq!(verdict.unique_states, 13_060, "the state count drifted");
+    passes("master", &model, [2_244, 13_060]);
 }
 
 /// Backups that set no watch on the master's node: the master's session expires and nobody
@@ -483,10 +467,10 @@ fn trust_owners_leaves_a_dead_instance_owning_items_in_every_later_cycle() {
 }
 
 /// One item per idle instance: of three items, the instance that owns two crashes before its
-/// second cycle, and the survivor fails over only one of them. The path is past the
-/// breadth-first probe, so the depth-first search finds it, and too deep to shorten within
-/// `SHORTEN_STATES`: its length is the first failing path depth first (263 steps while the
-/// search got each property apart and kept the last failing path of its block).
+/// second cycle, and the survivor fails over only one of them. The path the depth-first search
+/// finds is too deep to shorten within `SHORTEN_STATES`: its length is the first failing path
+/// depth first (263 steps while the search got each property apart and kept the last failing
+/// path of its block).
 #[test]
 #[ignore = "about 10 s in release; scripts/test-all runs it"]
 fn one_item_per_idle_loses_an_item_of_a_crashed_instance() {
@@ -494,7 +478,6 @@ fn one_item_per_idle_loses_an_item_of_a_crashed_instance() {
     let verdict = check_within(&model, JOB_THREE_ITEMS_LIMITS);
     let violation = verdict.violation.expect("a violation");
     assert_eq!(violation.property, "no shard lost");
-    assert_eq!(verdict.search, Order::DepthFirst);
     assert!(!violation.shortest, "the depth-first path was shortened");
     assert_eq!(
         violation.path.len(),
@@ -558,7 +541,6 @@ fn no_cycle_claim_runs_an_item_twice_after_an_expiry() {
     let verdict = check(&job(JobVariant::NoCycleClaim, "expire=1"));
     let violation = verdict.violation.expect("a violation");
     assert_eq!(violation.property, "no shard executed twice");
-    assert_eq!(verdict.search, Order::DepthFirst);
     assert_eq!(
         violation.path.len(),
         112,

@@ -26,8 +26,8 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
-    check_observed, walk, walk_observed, Acting, Action, FaultBudget, GaveUp, Limits, Order,
-    Progress, RecipeModel, State, WalkLimits, WalkVerdict, Workload, PROGRESS, SHORTEN_STATES,
+    check_observed, walk, walk_observed, Acting, Action, FaultBudget, GaveUp, Limits, Progress,
+    RecipeModel, State, WalkLimits, WalkVerdict, Workload, PROGRESS, SHORTEN_STATES,
 };
 use zkh_scenarios::{any_model, export, Recipe, RecipeKind, Scenario};
 
@@ -225,11 +225,8 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         );
         let mut show = |progress: &Progress| {
             spinner.set_message(format!(
-                "{}: {} states, {} unique, depth {}",
-                progress.order.name(),
-                progress.states,
-                progress.unique_states,
-                progress.max_depth
+                "depth first: {} states, {} unique, depth {}",
+                progress.states, progress.unique_states, progress.max_depth
             ));
             spinner.tick();
         };
@@ -264,7 +261,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 "states": verdict.states,
                 "unique_states": verdict.unique_states,
                 "max_depth": verdict.max_depth,
-                "search": verdict.search.name(),
+                "search": "depth-first",
                 "symmetry": verdict.symmetry,
                 "seconds": seconds,
                 "states_per_sec": per_second.round(),
@@ -279,13 +276,10 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         println!("{report}");
     } else {
         print_banner(recipe);
-        let search = match (verdict.search, verdict.symmetry) {
-            (Order::BreadthFirst, _) => "breadth first",
-            (Order::DepthFirst, false) => "depth first after a breadth-first probe",
-            (Order::DepthFirst, true) => {
-                "depth first after a breadth-first probe; states that differ only in which \
-                 client is which counted once"
-            }
+        let search = if verdict.symmetry {
+            "depth first; states that differ only in which client is which counted once"
+        } else {
+            "depth first"
         };
         println!(
             "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s ({search})",

@@ -178,8 +178,8 @@ use crate::shared::HashCell;
 pub use crate::shared::{Shared, SharedLog, SharedMut};
 pub use job::{JobApp, JobWorkload, JOB_CYCLES, JOB_ITEMS};
 pub use run::{
-    check, check_observed, check_within, find_violation, GaveUp, Limits, Observer, Order, Progress,
-    Verdict, Violation, PROBE_STATES, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
+    check, check_observed, check_within, find_violation, GaveUp, Limits, Observer, Progress,
+    Verdict, Violation, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
 };
 pub use walk::{shrink, walk, walk_observed, WalkLimits, WalkVerdict, WalkViolation, LOOP_STEPS};
 pub use workloads::{
@@ -886,10 +886,10 @@ pub struct RecipeModel<W: Workload> {
     /// ([`Limits::symmetry`]); any other search hashes states as they are.
     pub symmetric: bool,
     /// Give stateright the `always` and `eventually` properties as one, [`INVARIANTS`], which
-    /// it looks up once per state instead of once each: set by the depth-first search, for its
-    /// own copy of the model, which then names the first of them that failed
-    /// ([`RecipeModel::first_broken_invariant`]). A breadth-first search, which may look for
-    /// one property, and the Explorer get them apart. Such a search gets no `sometimes`
+    /// it looks up once per state instead of once each: set by a check's search, for its own
+    /// copy of the model, which then names the first of them that failed
+    /// ([`RecipeModel::first_broken_invariant`]). A breadth-first search for one property (to
+    /// shorten a counterexample) and the Explorer get them apart. Such a search gets no `sometimes`
     /// property either: stateright would look each one up in its discoveries at every state (a
     /// SipHash of its name and a lock, 7% of the lock's instructions), so the invariants'
     /// check notes in [`RecipeModel::reached`] which ones each state has reached.

@@ -1,28 +1,31 @@
-//! Running a check, single-threaded (on two cores more threads were slower), in three steps:
+//! Running a check, single-threaded (on two cores more threads were slower), in two steps:
 //!
-//! 1. **A breadth-first probe** of the first [`PROBE_STATES`] states. Known-bad variants fail
-//!    within a few dozen steps, and the spaces of some have no end (`check-then-write` under a
-//!    lost reply and an expiry has paths of every length): breadth first finds a shallow
-//!    violation before any deep branch, and a small space is explored whole here.
-//! 2. **Depth first over every state**, when the probe found nothing and did not finish. The
-//!    two searches visit the same states, but breadth first holds its whole frontier (each a
-//!    full state) and a parent per state, while depth first holds one path's siblings and a
-//!    fingerprint per state: on the lock's standard check that is 40 MiB against 500 MiB, and
-//!    2.5 times the speed (see the README's speed table). A space with no end would take a
-//!    depth-first search down one endless branch, holding a longer path at every step, so the
-//!    search stops at [`Limits::max_depth`] and says so: the standard checks are 30 to 94 steps
-//!    deep. It explores states equal up to a renaming of the clients once
+//! 1. **Depth first over every state.** Breadth first would visit the same states, but it
+//!    holds its whole frontier (each a full state) and a parent per state, while depth first
+//!    holds one path's siblings and a fingerprint per state: on the lock's standard check that
+//!    is 40 MiB against 500 MiB, and 2.5 times the speed (see the README's speed table). A
+//!    space with no end (`check-then-write` under a lost reply and an expiry has paths of every
+//!    length) would take a depth-first search down one endless branch, holding a longer path at
+//!    every step, so the search stops at [`Limits::max_depth`] and says so: the standard checks
+//!    are 30 to 94 steps deep. It explores states equal up to a renaming of the clients once
 //!    ([`Limits::symmetry`], on by default; see [`representative`](super::representative)),
 //!    and gets the `always` and `eventually` properties as one, which stateright looks up once
 //!    per state, not once each; at a failure it names the first of them that fails
 //!    ([`RecipeModel::one_invariant`]). It gets no `sometimes` property: the invariants' check
 //!    notes which ones each state reached ([`RecipeModel::reached`]). The path it keeps is the
 //!    first failing one it met.
-//! 3. **The shortest counterexample**, when either search found a violation: breadth first
-//!    until that property fails (after a depth-first search, whose path can be far longer;
-//!    within [`SHORTEN_STATES`], or the depth-first path is kept and marked as not the
-//!    shortest), then breadth first again for a shorter path until there is none, because the
-//!    path stateright's breadth-first search keeps is not always the shortest one.
+//! 2. **The shortest counterexample**, when the search found a violation: breadth first until
+//!    that property fails (within [`SHORTEN_STATES`], or the depth-first path is kept and
+//!    marked as not the shortest), then breadth first again for a shorter path until there is
+//!    none, because the path stateright's breadth-first search keeps is not always the
+//!    shortest one.
+//!
+//! Checks used to begin with a breadth-first probe of 20,000 states, so that a shallow
+//! violation in a space with no end would be found before any deep branch. Measured over
+//! every known-bad variant and the correct lock and latch, under each fault kind alone and the
+//! standard budget, acting caught up and unfenced (112 checks), the depth-first search found
+//! every violation the probe did, with the same shortest length and no slower; meanwhile the
+//! probe took a fifth of the lock's standard check and a third of the latch's. So there is none.
 
 use std::collections::BTreeSet;
 
@@ -31,12 +34,6 @@ use stateright::{Checker, CheckerBuilder, Expectation, HasDiscoveries, Model};
 use zkh_recipes::symmetry::MAX_SYMMETRIC_CLIENTS;
 
 use super::{judged_bits, representative, Action, Reached, RecipeModel, Workload, INVARIANTS};
-
-/// How many states the breadth-first probe generates before the depth-first search takes over:
-/// a few hundredths of a second, and enough for the shallow counterexamples of spaces with no
-/// end, where a depth-first search could lose itself in a deep branch (`check-then-write`
-/// fails within 9,000). A deeper counterexample is found depth first, then shortened.
-pub const PROBE_STATES: usize = 20_000;
 
 /// How many states a breadth-first search may generate to shorten a depth-first
 /// counterexample (a breadth-first state costs up to a KiB: this bounds it near 2 GiB).
@@ -95,14 +92,11 @@ pub enum GaveUp {
 /// The outcome of a check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
-    /// The search that decided: the breadth-first probe, or the depth-first search after it.
-    pub search: Order,
-    /// States generated (with repeats), until the end or the first violation, by the search
-    /// that decided (the probe, or the depth-first search after it).
+    /// States generated (with repeats), until the end or the first violation.
     pub states: usize,
     /// Distinct states (up to a renaming of clients, with `symmetry`).
     pub unique_states: usize,
-    /// Whether the search that decided reduced by symmetry.
+    /// Whether the search reduced by symmetry.
     pub symmetry: bool,
     /// The deepest path explored.
     pub max_depth: usize,
@@ -121,8 +115,6 @@ pub struct Verdict {
 /// How far a search has come, for a progress display.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Progress {
-    /// The search running.
-    pub order: Order,
     /// States generated so far.
     pub states: usize,
     /// Distinct states so far.
@@ -132,7 +124,7 @@ pub struct Progress {
 }
 
 /// Something that watches a check's progress: called about every [`PROGRESS_INTERVAL_MS`]
-/// while the probe and the depth-first search run (not at all when the check is that quick).
+/// while the depth-first search runs (not at all when the check is that quick).
 pub type Observer<'a> = &'a mut dyn FnMut(&Progress);
 
 /// How often an [`Observer`] hears of a search.
@@ -153,43 +145,20 @@ pub fn check_within<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> Verd
 pub fn check_observed<W: Workload>(
     model: &RecipeModel<W>,
     limits: Limits,
-    mut observer: Option<Observer<'_>>,
+    observer: Option<Observer<'_>>,
 ) -> Verdict {
-    let probe_limit = limits
-        .max_states
-        .map_or(PROBE_STATES, |max| max.min(PROBE_STATES));
-    let probe = search(
-        model,
-        Order::BreadthFirst,
-        Limits {
-            max_states: Some(probe_limit),
-            ..limits
-        },
-        observer.as_deref_mut(),
-    );
-    let probe_decides =
-        probe.violation.is_some() || probe.complete || limits.max_states == Some(probe_limit);
-    let mut verdict = if probe_decides {
-        probe
-    } else {
-        search(model, Order::DepthFirst, limits, observer)
-    };
+    let mut verdict = search(model, Order::DepthFirst, limits, observer);
     if let Some(violation) = &mut verdict.violation {
-        if !probe_decides {
-            // A depth-first path can be far longer than need be.
-            let found = breadth_first_until(
-                model,
-                violation.property,
-                violation.path.len(),
-                Some(SHORTEN_STATES),
-            );
-            match found {
-                Some(path) => violation.path = path,
-                None => violation.shortest = false,
-            }
-        }
-        if violation.shortest {
-            violation.path = shortest(model, violation.property, &violation.path);
+        // A depth-first path can be far longer than need be.
+        let found = breadth_first_until(
+            model,
+            violation.property,
+            violation.path.len(),
+            Some(SHORTEN_STATES),
+        );
+        match found {
+            Some(path) => violation.path = shortest(model, violation.property, &path),
+            None => violation.shortest = false,
         }
     }
     verdict
@@ -210,21 +179,11 @@ pub fn find_violation<W: Workload>(model: &RecipeModel<W>) -> Option<Violation> 
 
 /// The order of a search.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Order {
-    /// Level by level (the probe, and every search for a shortest path).
+enum Order {
+    /// Level by level (every search for a shortest path).
     BreadthFirst,
-    /// Down one path at a time (the whole space, after the probe).
+    /// Down one path at a time (the whole space).
     DepthFirst,
-}
-
-impl Order {
-    /// Its name in reports: `breadth-first` or `depth-first`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Order::BreadthFirst => "breadth-first",
-            Order::DepthFirst => "depth-first",
-        }
-    }
 }
 
 /// Whether a depth-first search of `model` within `limits` reduces by symmetry.
@@ -259,12 +218,10 @@ fn search<W: Workload>(
     observer: Option<&mut (dyn FnMut(&Progress) + '_)>,
 ) -> Verdict {
     let symmetry = order == Order::DepthFirst && symmetric(model, limits);
-    // stateright counts the initial state as depth 1 and skips states at the target depth.
-    // Depth first, stateright looks each property up once per state: the invariants as one
-    // cost one lookup (breadth first, the probe is short and a shortening needs them apart).
-    let one_invariant = order == Order::DepthFirst;
+    // stateright looks each property up once per state: the invariants as one cost one lookup.
+    // It counts the initial state as depth 1 and skips states at the target depth.
     let reached = Reached::default();
-    let mut builder = builder(model, symmetry, one_invariant, &reached)
+    let mut builder = builder(model, symmetry, true, &reached)
         .finish_when(HasDiscoveries::AnyFailures)
         .target_max_depth(limits.max_depth.saturating_add(2));
     if let Some(max_states) = limits.max_states {
@@ -274,8 +231,8 @@ fn search<W: Workload>(
         builder = builder.symmetry_fn(representative::<W>);
     }
     let checker: Box<dyn Checker<RecipeModel<W>>> = match order {
-        Order::BreadthFirst => Box::new(finish(builder.spawn_bfs(), order, observer)),
-        Order::DepthFirst => Box::new(finish(builder.spawn_dfs(), order, observer)),
+        Order::BreadthFirst => Box::new(finish(builder.spawn_bfs(), observer)),
+        Order::DepthFirst => Box::new(finish(builder.spawn_dfs(), observer)),
     };
     let violation = first_failure(model, checker.as_ref()).map(|(property, path)| Violation {
         property,
@@ -295,28 +252,17 @@ fn search<W: Workload>(
             .map(GaveUp::States)
     };
     let complete = gave_up.is_none();
-    let discoveries = checker.discoveries();
-    let unreached = if complete && violation.is_none() && one_invariant {
-        // Its `sometimes` properties were noted, not given to stateright.
+    let unreached = if complete && violation.is_none() {
+        // The `sometimes` properties were noted, not given to stateright.
         let unreached = judged_bits::<W>(Expectation::Sometimes) & !reached.bits();
         (W::judges().iter().enumerate())
             .filter(|(index, _)| unreached & 1 << index != 0)
             .map(|(_, judge)| judge.name)
             .collect()
-    } else if complete && violation.is_none() {
-        model
-            .properties()
-            .iter()
-            .filter(|p| {
-                p.expectation == Expectation::Sometimes && !discoveries.contains_key(p.name)
-            })
-            .map(|p| p.name)
-            .collect()
     } else {
         Vec::new()
     };
     Verdict {
-        search: order,
         states: checker.state_count(),
         unique_states: checker.unique_state_count(),
         symmetry,
@@ -331,7 +277,6 @@ fn search<W: Workload>(
 /// Waits for `checker` to finish, telling `observer` how far it has come.
 fn finish<M: Model, C: Checker<M>>(
     checker: C,
-    order: Order,
     observer: Option<&mut (dyn FnMut(&Progress) + '_)>,
 ) -> C {
     if let Some(observer) = observer {
@@ -339,7 +284,6 @@ fn finish<M: Model, C: Checker<M>>(
         while !checker.is_done() {
             std::thread::sleep(interval);
             observer(&Progress {
-                order,
                 states: checker.state_count(),
                 unique_states: checker.unique_state_count(),
                 max_depth: checker.max_depth().saturating_sub(1),
@@ -349,24 +293,15 @@ fn finish<M: Model, C: Checker<M>>(
     checker.join()
 }
 
-/// The first `always` or `eventually` property (in the model's order) that `checker` found
-/// failing, and the path to its failure. Given them as one ([`INVARIANTS`]), the first that
-/// fails at the end of that one's path.
+/// The `always` or `eventually` property that `checker`, given them as one ([`INVARIANTS`]),
+/// found failing (the first in the model's order that fails at the end of the path), and the
+/// path to its failure.
 fn first_failure<W: Workload>(
     model: &RecipeModel<W>,
     checker: &dyn Checker<RecipeModel<W>>,
 ) -> Option<(&'static str, Vec<Action>)> {
-    let mut discoveries = checker.discoveries();
-    if let Some(path) = discoveries.remove(INVARIANTS) {
-        let property = model.first_broken_invariant(path.last_state());
-        return Some((property, path.into_actions()));
-    }
-    let property = model
-        .properties()
-        .into_iter()
-        .find(|p| p.expectation != Expectation::Sometimes && discoveries.contains_key(p.name))?
-        .name;
-    let path = discoveries.remove(property)?;
+    let path = checker.discoveries().remove(INVARIANTS)?;
+    let property = model.first_broken_invariant(path.last_state());
     Some((property, path.into_actions()))
 }
 
