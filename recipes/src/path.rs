@@ -298,6 +298,11 @@ mod tests {
             ("/a\u{85}", PathProblem::ForbiddenCharacter),
             ("/a\u{e000}", PathProblem::ForbiddenCharacter),
             ("/a\u{fff5}", PathProblem::ForbiddenCharacter),
+            // The first problem is the one reported, and a forbidden character comes first.
+            ("/.//a", PathProblem::RelativeSegment),
+            ("//./a", PathProblem::EmptySegment),
+            ("/a/./b\u{1}", PathProblem::ForbiddenCharacter),
+            ("//\u{e000}", PathProblem::ForbiddenCharacter),
         ];
         for (path, problem) in cases {
             assert_eq!(check_path(path, false), Err(problem), "{path:?}");
