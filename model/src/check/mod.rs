@@ -886,13 +886,14 @@ pub struct RecipeModel<W: Workload> {
     /// ([`Limits::symmetry`]); any other search hashes states as they are.
     pub symmetric: bool,
     /// Give stateright the `always` and `eventually` properties as one, [`INVARIANTS`], which
-    /// it looks up once per state instead of once each: set by a check's search, for its own
-    /// copy of the model, which then names the first of them that failed
-    /// ([`RecipeModel::first_broken_invariant`]). A breadth-first search for one property (to
-    /// shorten a counterexample) and the Explorer get them apart. Such a search gets no `sometimes`
-    /// property either: stateright would look each one up in its discoveries at every state (a
-    /// SipHash of its name and a lock, 7% of the lock's instructions), so the invariants'
-    /// check notes in [`RecipeModel::reached`] which ones each state has reached.
+    /// it looks up once per state instead of once each: set by a check's search (and by
+    /// [`find_violation`]), for its own copy of the model, which then names the first of them
+    /// that failed ([`RecipeModel::first_broken_invariant`]). A search for one property (to
+    /// shorten a counterexample) and the Explorer get them apart. A search with the invariants
+    /// as one gets no `sometimes` property either: stateright would look each one up in its
+    /// discoveries at every state (a SipHash of its name and a lock, 7% of the lock's
+    /// instructions), so the invariants' check notes in [`RecipeModel::reached`] which ones each
+    /// state has reached.
     pub one_invariant: bool,
     /// The `sometimes` properties (one bit each, by the workload's judges' order) that some
     /// state has reached, where the invariants are checked as one ([`RecipeModel::one_invariant`]).
