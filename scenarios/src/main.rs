@@ -1,8 +1,8 @@
 //! `zkharness`: the command line of the ZooKeeper recipe harness.
 //!
-//! - `zkharness check <recipe>` explores every state of a recipe's model (breadth first for
-//!   the first states, then depth first; one thread) within a fault budget, and prints the
-//!   shortest counterexample or "no violation";
+//! - `zkharness check <recipe>` explores every state of a recipe's model (depth first, one
+//!   thread) within a fault budget, and prints the shortest counterexample (shortened breadth
+//!   first) or "no violation";
 //!   `--json` prints one JSON object for CI; `--export FILE` writes a counterexample as a
 //!   scenario the simulator replays. `--walks N --seed S` takes seeded random walks through the
 //!   same states instead, for spaces the search cannot finish (a pass proves nothing there).
@@ -44,8 +44,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Explore every state of a recipe's model within a fault budget (breadth first, then depth
-    /// first; one thread), or, with `--walks`, take seeded random walks through its states.
+    /// Explore every state of a recipe's model within a fault budget (depth first, one thread;
+    /// a counterexample is then shortened breadth first), or, with `--walks`, take seeded random
+    /// walks through its states.
     Check(CheckArgs),
     /// Serve stateright's Explorer for a recipe's model on 127.0.0.1.
     Explore(ExploreArgs),
