@@ -375,5 +375,6 @@ fn export_from<W: Workload>(
     }
 }
 
+pub mod known_bad;
 #[cfg(madsim)]
 pub mod replay;

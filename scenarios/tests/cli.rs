@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use zkh_scenarios::known_bad::{known_bad, KnownBad, KNOWN_BAD};
 
 fn zkharness(args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_zkharness"))
@@ -331,4 +332,74 @@ fn random_walks_without_a_violation_exit_0_and_one_seed_repeats() {
     let (first, again) = (run(), run());
     assert_eq!(first["trace_hash"], again["trace_hash"]);
     assert_eq!(first["unique_states"], again["unique_states"]);
+}
+
+/// Runs `entry`'s check and requires its property and length.
+fn caught_as_listed(entry: &KnownBad) {
+    let mut args = vec!["check", entry.recipe, "--variant", entry.variant, "--json"];
+    args.extend_from_slice(entry.options);
+    let (code, stdout, stderr) = zkharness(&args);
+    assert_eq!(code, 1, "{}: {stdout}{stderr}", entry.command());
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let result = &report["result"];
+    assert_eq!(result["violation"], entry.property, "{}", entry.command());
+    // A walk's counterexample is shrunk; the steps listed are the walk's.
+    let steps = match result.get("walk_steps") {
+        Some(steps) => steps.as_u64().expect("a count") as usize,
+        None => result["path"].as_array().expect("a path").len(),
+    };
+    assert_eq!(steps, entry.steps, "{}", entry.command());
+    assert!(
+        !stderr.contains("known-bad"),
+        "no note when the bug shows: {stderr}"
+    );
+}
+
+#[test]
+fn each_known_bad_variant_but_the_jobs_is_caught_as_listed() {
+    for entry in KNOWN_BAD.iter().filter(|entry| entry.recipe != "job") {
+        caught_as_listed(entry);
+    }
+}
+
+/// The job's known-bad variants take about 11 s each in release: test-all runs this in
+/// release.
+#[test]
+#[ignore = "about 35 s in release; scripts/test-all runs it"]
+fn each_known_bad_variant_of_the_job_is_caught_as_listed() {
+    for entry in KNOWN_BAD.iter().filter(|entry| entry.recipe == "job") {
+        caught_as_listed(entry);
+    }
+}
+
+#[test]
+fn a_known_bad_variant_that_shows_no_violation_says_how_it_is_caught() {
+    // Under caught-up acting, check-then-write's two writers never act at once: its space has
+    // no end, and the check stops at its depth limit.
+    let args = [
+        "check",
+        "election",
+        "--variant",
+        "check-then-write",
+        "--max-states",
+        "20000",
+    ];
+    let (code, stdout, _) = zkharness(&args);
+    assert_eq!(code, 2, "{stdout}");
+    let listed = known_bad("election", "check-then-write").expect("listed");
+    assert!(
+        stdout.contains(&format!("under: {}", listed.command())),
+        "the note gives the command that catches it: {stdout}"
+    );
+    let (code, stdout, stderr) = zkharness(&[&args[..], &["--json"]].concat());
+    assert_eq!(code, 2, "{stdout}");
+    serde_json::from_str::<serde_json::Value>(stdout.trim()).expect("stdout stays one object");
+    assert!(stderr.contains("known-bad variant"), "{stderr}");
+    // A correct recipe gets no such note.
+    let (code, stdout, stderr) = zkharness(&["check", "master"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        !format!("{stdout}{stderr}").contains("known-bad"),
+        "{stdout}"
+    );
 }

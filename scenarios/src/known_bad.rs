@@ -1,0 +1,180 @@
+//! How each known-bad variant is caught: the `zkharness check` options under which its bug
+//! shows, the property it breaks, and how long its counterexample is.
+//!
+//! A known-bad variant is caught only where its bug can happen. `check-then-write` writes the
+//! leader's node without the latch, but a second acting master needs an application that acts
+//! on a belief news has not yet corrected (`--acting unfenced`); under the default, caught-up
+//! acting, its space has paths of every length and the check runs to its limit with no
+//! violation. The sharded job's variants need a crash and a second cycle, or three items. A
+//! check of a known-bad variant that ends without a violation prints the options of its entry
+//! here, so that nobody takes that for a fixed bug. `tests/cli.rs` runs every entry through the
+//! command line and requires the property and the length given; README's table "What each check
+//! proves" lists the same checks.
+
+/// One known-bad variant and a check that catches it.
+#[derive(Clone, Copy, Debug)]
+pub struct KnownBad {
+    /// The recipe, as `zkharness check` names it.
+    pub recipe: &'static str,
+    /// The variant.
+    pub variant: &'static str,
+    /// The options, after `--variant`, of a check that catches it.
+    pub options: &'static [&'static str],
+    /// The property its counterexample breaks.
+    pub property: &'static str,
+    /// The steps of the counterexample the check prints: the shortest one, unless the check
+    /// found it depth first and could not shorten it, or found it on a random walk (the walk's
+    /// steps before shrinking).
+    pub steps: usize,
+}
+
+impl KnownBad {
+    /// The command line that catches it.
+    pub fn command(&self) -> String {
+        let mut words = vec!["zkharness", "check", self.recipe, "--variant", self.variant];
+        words.extend_from_slice(self.options);
+        words.join(" ")
+    }
+}
+
+/// Every known-bad variant the model checker catches, and how.
+pub const KNOWN_BAD: &[KnownBad] = &[
+    KnownBad {
+        recipe: "lock",
+        variant: "herd",
+        options: &["--faults", "none"],
+        property: "herd free",
+        steps: 11,
+    },
+    KnownBad {
+        recipe: "lock",
+        variant: "unprotected",
+        options: &["--faults", "drop-reply=1"],
+        property: "leader elected",
+        steps: 23,
+    },
+    KnownBad {
+        recipe: "latch",
+        variant: "trust-predecessor",
+        options: &["--faults", "expire=1"],
+        property: "single acting master",
+        steps: 22,
+    },
+    KnownBad {
+        recipe: "latch",
+        variant: "no-owner-check",
+        options: &["--faults", "client-expire=1"],
+        property: "single acting master",
+        steps: 19,
+    },
+    KnownBad {
+        recipe: "election",
+        variant: "check-then-write",
+        options: &["--acting", "unfenced", "--faults", "none"],
+        property: "single acting master",
+        steps: 22,
+    },
+    KnownBad {
+        recipe: "master",
+        variant: "no-watch",
+        options: &["--faults", "expire=1"],
+        property: "leader elected",
+        steps: 9,
+    },
+    KnownBad {
+        recipe: "job",
+        variant: "trust-owners",
+        options: &["--clients", "2", "--cycles", "2", "--faults", "crash=1"],
+        property: "no shard lost",
+        steps: 90,
+    },
+    KnownBad {
+        recipe: "job",
+        variant: "one-item-per-idle",
+        options: &[
+            "--clients",
+            "2",
+            "--items",
+            "3",
+            "--cycles",
+            "2",
+            "--max-depth",
+            "400",
+            "--faults",
+            "crash=1",
+        ],
+        property: "no shard lost",
+        steps: 267,
+    },
+    KnownBad {
+        recipe: "job",
+        variant: "no-cycle-claim",
+        options: &["--clients", "2", "--faults", "expire=1"],
+        property: "no shard executed twice",
+        steps: 112,
+    },
+    KnownBad {
+        recipe: "job",
+        variant: "uncovered-reshard",
+        options: &[
+            "--cycles",
+            "2",
+            "--max-depth",
+            "600",
+            "--faults",
+            "crash=1",
+            "--walks",
+            "1000",
+        ],
+        property: "no shard lost",
+        steps: 379,
+    },
+];
+
+/// The entry of `recipe`'s known-bad `variant`; none for a correct recipe.
+pub fn known_bad(recipe: &str, variant: &str) -> Option<&'static KnownBad> {
+    KNOWN_BAD
+        .iter()
+        .find(|entry| entry.recipe == recipe && entry.variant == variant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Recipe;
+    use zkh_model::check::{Acting, FaultBudget};
+
+    #[test]
+    fn every_entry_names_a_variant_the_command_line_knows() {
+        for entry in KNOWN_BAD {
+            let recipe = Recipe::new(
+                entry.recipe,
+                entry.variant,
+                3,
+                FaultBudget::default(),
+                Acting::CaughtUp,
+            );
+            assert!(recipe.is_ok(), "{}: {recipe:?}", entry.command());
+            assert_ne!(entry.variant, "correct");
+        }
+        // And every known-bad variant the command line knows has an entry: its error for an
+        // unknown variant lists them.
+        for recipe in ["lock", "latch", "election", "master", "job"] {
+            let error = Recipe::new(recipe, "?", 3, FaultBudget::default(), Acting::CaughtUp)
+                .expect_err("no variant is called ?");
+            let known = error.split("(known: ").nth(1).expect("the known variants");
+            for variant in known.trim_end_matches(')').split(", ") {
+                let entry = known_bad(recipe, variant);
+                assert_eq!(entry.is_some(), variant != "correct", "{recipe} {variant}");
+            }
+        }
+        assert_eq!(
+            known_bad("election", "check-then-write").map(KnownBad::command),
+            Some(
+                "zkharness check election --variant check-then-write --acting unfenced \
+                 --faults none"
+                    .to_owned()
+            )
+        );
+    }
+}
