@@ -320,12 +320,11 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             },
         }
     }
-    if verdict.violation.is_none() {
-        note_known_bad(recipe, args.json);
-    }
     if verdict.violation.is_some() {
-        ExitCode::from(1)
-    } else if !verdict.complete {
+        return ExitCode::from(1);
+    }
+    note_known_bad(recipe, args.json);
+    if !verdict.complete {
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
@@ -556,12 +555,10 @@ fn run_walks<W: Workload>(
         }
         println!("repeat: {repeat}");
     }
-    if verdict.violation.is_none() {
-        note_known_bad(recipe, args.json);
-    }
     if verdict.violation.is_some() {
         ExitCode::from(1)
     } else {
+        note_known_bad(recipe, args.json);
         ExitCode::SUCCESS
     }
 }

@@ -374,8 +374,8 @@ fn each_known_bad_variant_of_the_job_is_caught_as_listed() {
 
 #[test]
 fn a_known_bad_variant_that_shows_no_violation_says_how_it_is_caught() {
-    // Under caught-up acting, check-then-write's two writers never act at once: its space has
-    // no end, and the check stops at its depth limit.
+    // Under caught-up acting, check-then-write shows no second acting master: its space has no
+    // end, and the check stops at a limit.
     let args = [
         "check",
         "election",
