@@ -2,7 +2,8 @@
 //!
 //! - `zkharness check <recipe>` explores every state of a recipe's model (depth first, one
 //!   thread) within a fault budget, and prints the shortest counterexample (shortened breadth
-//!   first) or "no violation";
+//!   first; one too deep for that is shrunk instead, and marked as maybe not the shortest) or
+//!   "no violation";
 //!   `--json` prints one JSON object for CI; `--export FILE` writes a counterexample as a
 //!   scenario the simulator replays. `--walks N --seed S` takes seeded random walks through the
 //!   same states instead, for spaces the search cannot finish (a pass proves nothing there).
@@ -46,7 +47,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Explore every state of a recipe's model within a fault budget (depth first, one thread;
-    /// a counterexample is then shortened breadth first), or, with `--walks`, take seeded random
+    /// a counterexample is then shortened breadth first, or shrunk where it is too deep for
+    /// that), or, with `--walks`, take seeded random
     /// walks through its states.
     Check(CheckArgs),
     /// Serve stateright's Explorer for a recipe's model on 127.0.0.1.
@@ -253,6 +255,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 "violation": violation.property,
                 "path": steps,
                 "shortest": violation.shortest,
+                "found_steps": violation.found_steps,
             }),
             _ if !verdict.complete => serde_json::json!("incomplete"),
             _ => serde_json::json!("pass"),
@@ -295,9 +298,11 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                     println!("shortest counterexample, {} steps:", steps.len());
                 } else {
                     println!(
-                        "counterexample, {} steps (found depth first; no shorter one within the \
-                         first {SHORTEN_STATES} states breadth first, so it may not be the shortest):",
-                        steps.len()
+                        "counterexample, {} steps (found depth first in {} steps, too deep to \
+                         shorten within the first {SHORTEN_STATES} states breadth first; shrunk, \
+                         so it may not be the shortest):",
+                        steps.len(),
+                        violation.found_steps
                     );
                 }
                 print_steps(steps, args);

@@ -15,10 +15,12 @@
 //!    notes which ones each state reached ([`RecipeModel::reached`]). The path it keeps is the
 //!    first failing one it met.
 //! 2. **The shortest counterexample**, when the search found a violation: breadth first until
-//!    that property fails (within [`SHORTEN_STATES`], or the depth-first path is kept and
-//!    marked as not the shortest), then breadth first again for a shorter path until there is
-//!    none, because the path stateright's breadth-first search keeps is not always the
-//!    shortest one.
+//!    that property fails, then breadth first again for a shorter path until there is none,
+//!    because the path stateright's breadth-first search keeps is not always the shortest one.
+//!    A violation deeper than the first [`SHORTEN_STATES`] states breadth first (the sharded
+//!    job's, past 100 steps) is shrunk instead, as a random walk's is ([`shrink`]): runs of
+//!    steps are taken out of the depth-first path while what is left still fails. The result
+//!    is marked as not the shortest: nothing proves that no shorter path fails.
 //!
 //! Checks used to begin with a breadth-first probe of 20,000 states, so that a shallow
 //! violation in a space with no end would be found before any deep branch. Measured over
@@ -33,7 +35,9 @@ use stateright::{Checker, CheckerBuilder, Expectation, HasDiscoveries, Model};
 
 use zkh_recipes::symmetry::MAX_SYMMETRIC_CLIENTS;
 
-use super::{judged_bits, representative, Action, Reached, RecipeModel, Workload, INVARIANTS};
+use super::{
+    judged_bits, representative, shrink, Action, Reached, RecipeModel, Workload, INVARIANTS,
+};
 
 /// How many states a breadth-first search may generate to shorten a depth-first
 /// counterexample (a breadth-first state costs up to a KiB: this bounds it near 2 GiB).
@@ -76,8 +80,12 @@ pub struct Violation {
     /// The actions from the initial state.
     pub path: Vec<Action>,
     /// Whether no shorter path fails the property (false only when a depth-first path was
-    /// too long to shorten within [`SHORTEN_STATES`]).
+    /// too long to shorten within [`SHORTEN_STATES`]; it is then shrunk instead, see
+    /// [`shrink`]).
     pub shortest: bool,
+    /// The length of the path the depth-first search found, before it was shortened or
+    /// shrunk.
+    pub found_steps: usize,
 }
 
 /// Why a check stopped before exploring every state.
@@ -158,7 +166,12 @@ pub fn check_observed<W: Workload>(
         );
         match found {
             Some(path) => violation.path = shortest(model, violation.property, &path),
-            None => violation.shortest = false,
+            None => {
+                // Too deep to shorten breadth first: take runs of steps out of it instead.
+                let found = std::mem::take(&mut violation.path);
+                violation.path = shrink(model, violation.property, found);
+                violation.shortest = false;
+            }
         }
     }
     verdict
@@ -236,6 +249,7 @@ fn search<W: Workload>(
     };
     let violation = first_failure(model, checker.as_ref()).map(|(property, path)| Violation {
         property,
+        found_steps: path.len(),
         path,
         shortest: true,
     });
