@@ -111,7 +111,7 @@ pub const KNOWN_BAD: &[KnownBad] = &[
         variant: "no-cycle-claim",
         options: &["--clients", "2", "--faults", "expire=1"],
         property: "no shard executed twice",
-        steps: 93,
+        steps: 100,
     },
     KnownBad {
         recipe: "job",

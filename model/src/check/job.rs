@@ -7,7 +7,9 @@
 //! "No shard executed twice" (always): each (item, cycle) runs at most once, by one instance.
 //! The [`NoCycleClaim`](JobVariant::NoCycleClaim) variant, which runs items without claiming
 //! them, breaks it: an instance runs its items and its session expires, and the survivor's
-//! failover runs them again in the same cycle. "Herd free" is judged on the election's latch,
+//! failover runs them again in the same cycle. It breaks it with no fault too: the leader
+//! shards again as the other instance joins, after it read that an item is its own and before
+//! it ran it, and gives the item to the newcomer, which runs it in the same first cycle. "Herd free" is judged on the election's latch,
 //! "leader elected" at quiescence, and "an item failed over" is the `sometimes` check
 //! that keeps a pass from being empty.
 //!
