@@ -336,8 +336,10 @@ fn failing_path<W: Workload>(
 /// first (half the path, a quarter, ... one step), wherever what is left still replays (every
 /// step enabled where it is taken) and still fails, until no run can go. What is left may end
 /// before the failure, where a client still has work to do: the clients then run on by
-/// themselves ([`failing_path`]), and the result counts if it fails in fewer steps than the
-/// best path so far.
+/// themselves (the first enabled action that is not a fault, as the model lists them), and
+/// the result counts if it fails in fewer steps than the best path so far. Where a step taken
+/// out leaves a later one not yet enabled, the delivery the model's partial-order reduction
+/// insists on is taken first.
 ///
 /// It keeps every fault of `path` (an abandoned session's expiry by the server is no fault):
 /// the simulator replays a counterexample's faults, not its interleaving, so a path shrunk
