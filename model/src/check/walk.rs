@@ -322,14 +322,18 @@ fn failing_path<W: Workload>(
             Some(_) => enabled
                 .iter()
                 .find(|action| matches!(action, Action::Deliver(_)))?,
-            None => enabled.iter().find(|action| {
-                !action.is_fault() || matches!(action, Action::ServerExpireOld(_))
-            })?,
+            None => enabled.iter().find(|action| !injected(action))?,
         };
         state = model.next_state(&state, action.clone())?;
         failing.push(action.clone());
     }
     fails(&state).then_some(failing)
+}
+
+/// Whether `action` is a fault injected by the search, not a step the clients or the server
+/// take by themselves (an abandoned session's expiry is the server's own: it always comes).
+fn injected(action: &Action) -> bool {
+    action.is_fault() && !matches!(action, Action::ServerExpireOld(_))
 }
 
 /// A shorter path that still fails `property`: runs of steps are taken out, the longest runs
@@ -341,8 +345,8 @@ fn failing_path<W: Workload>(
 /// out leaves a later one not yet enabled, the delivery the model's partial-order reduction
 /// insists on is taken first.
 ///
-/// It keeps every fault of `path` (an abandoned session's expiry by the server is no fault):
-/// the simulator replays a counterexample's faults, not its interleaving, so a path shrunk
+/// It keeps every fault of `path` that comes before the failure (an abandoned session's
+/// expiry by the server is no fault): the simulator replays a counterexample's faults, not its interleaving, so a path shrunk
 /// past them would be one only the model's interleaving shows. The sharded job's
 /// `no-cycle-claim` runs an item twice with no fault at all in the model (an instance joins
 /// while the other runs the first cycle, and the new sharding gives it the item again), which
@@ -368,7 +372,7 @@ pub fn shrink<W: Workload>(
             while start < best.len() {
                 let end = (start + run).min(best.len());
                 // The run's faults stay (see above).
-                let faults = best[start..end].iter().filter(|action| action.is_fault());
+                let faults = best[start..end].iter().filter(|action| injected(action));
                 let candidate: Vec<Action> = (best[..start].iter())
                     .chain(faults)
                     .chain(&best[end..])
