@@ -548,9 +548,10 @@ fn no_cycle_claim_runs_an_item_twice_as_an_instance_joins_without_faults() {
 /// the survivor fails the item over and runs it again in the same cycle. The first failing
 /// path the depth-first search meets is 112 steps long; a breadth-first search of the first 2
 /// million states finds none, so it is shrunk instead, to 100 steps, keeping its expiry
-/// (about 12 s in release; `scripts/test-all` runs it). (It was 107 while the search gave stateright its `sometimes`
-/// properties: stateright went on through the rest of a block of states after a failure while
-/// one of them was unreached, and a later failing path replaced the first.)
+/// (about 12 s in release; `scripts/test-all` runs it). (It was 107 while the search gave
+/// stateright its `sometimes` properties: stateright went on through the rest of a block of
+/// states after a failure while one of them was unreached, and a later failing path replaced
+/// the first.)
 #[test]
 #[ignore = "about 10 s in release; scripts/test-all runs it"]
 fn no_cycle_claim_runs_an_item_twice_after_an_expiry() {

@@ -48,8 +48,7 @@ struct Cli {
 enum Command {
     /// Explore every state of a recipe's model within a fault budget (depth first, one thread;
     /// a counterexample is then shortened breadth first, or shrunk where it is too deep for
-    /// that), or, with `--walks`, take seeded random
-    /// walks through its states.
+    /// that), or, with `--walks`, take seeded random walks through its states.
     Check(CheckArgs),
     /// Serve stateright's Explorer for a recipe's model on 127.0.0.1.
     Explore(ExploreArgs),

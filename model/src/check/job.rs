@@ -9,9 +9,9 @@
 //! them, breaks it: an instance runs its items and its session expires, and the survivor's
 //! failover runs them again in the same cycle. It breaks it with no fault too: the leader
 //! shards again as the other instance joins, after it read that an item is its own and before
-//! it ran it, and gives the item to the newcomer, which runs it in the same first cycle. "Herd free" is judged on the election's latch,
-//! "leader elected" at quiescence, and "an item failed over" is the `sometimes` check
-//! that keeps a pass from being empty.
+//! it ran it, and gives the item to the newcomer, which runs it in the same first cycle.
+//! "Herd free" is judged on the election's latch, "leader elected" at quiescence, and "an item
+//! failed over" is the `sometimes` check that keeps a pass from being empty.
 //!
 //! "No shard lost" is judged at quiescence, on the *settled* cycles: the second and later.
 //! Whether a cycle must run in full is a question of time. While instances join, the leader
