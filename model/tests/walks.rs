@@ -27,16 +27,8 @@ fn survives<W: Workload>(model: &RecipeModel<W>, walks: u64, max_depth: usize) -
 
 /// `workload` run by `clients` clients within `faults`, acting as `acting` says.
 fn model<W: Workload>(workload: W, clients: usize, faults: &str, acting: Acting) -> RecipeModel<W> {
-    RecipeModel {
-        workload,
-        clients,
-        budget: FaultBudget::parse(faults).expect("a budget"),
-        acting,
-        forget_settled: true,
-        symmetric: false,
-        one_invariant: false,
-        reached: Default::default(),
-    }
+    let budget = FaultBudget::parse(faults).expect("a budget");
+    RecipeModel::new(workload, clients, budget, acting)
 }
 
 /// The sharded job over `items` items and `cycles` cycles.

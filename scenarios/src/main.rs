@@ -23,12 +23,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
-    check_observed, walk, walk_observed, Acting, Action, FaultBudget, GaveUp, Limits, Progress,
-    RecipeModel, State, WalkLimits, WalkVerdict, Workload, PROGRESS, SHORTEN_STATES,
+    check_searched, walk, walk_observed, Acting, Action, FaultBudget, GaveUp, Limits, Progress,
+    RecipeModel, Searcher, State, WalkLimits, WalkVerdict, Workload, PROGRESS, SHORTEN_STATES,
 };
 use zkh_scenarios::known_bad::known_bad;
 use zkh_scenarios::{any_model, export, Recipe, RecipeKind, Scenario};
@@ -109,18 +109,46 @@ struct CheckArgs {
     /// depth-first search explores them once: symmetry reduction, up to 4 clients).
     #[arg(long)]
     no_symmetry: bool,
+    /// Whose depth-first search explores the states: `ours` (the default), or `stateright`'s
+    /// own, which visits the same states in the same order with more work per state (to
+    /// compare the two; its progress is reported by the clock).
+    #[arg(long, value_enum, default_value_t = SearcherArg::Ours)]
+    searcher: SearcherArg,
     /// Write a counterexample, if one is found, as a scenario file (JSON) the simulator replays.
     #[arg(long, value_name = "FILE")]
     export: Option<PathBuf>,
     /// In place of the exhaustive search, take this many seeded random walks through the same
     /// states, judging every step (for spaces the search cannot finish, such as the sharded job
     /// with an expiry; a pass proves nothing). Each walk is `--max-depth` steps at most.
-    #[arg(long, conflicts_with_all = ["max_states", "no_symmetry"])]
+    #[arg(long, conflicts_with_all = ["max_states", "no_symmetry", "searcher"])]
     walks: Option<u64>,
     /// The random walks' seed: walk `w` draws from stream `w` of ChaCha8 seeded with it, so
     /// `--seed S --walks N` repeats exactly.
     #[arg(long, default_value_t = 0, requires = "walks")]
     seed: u64,
+}
+
+/// `--searcher`: [`Searcher`] on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum SearcherArg {
+    Ours,
+    Stateright,
+}
+
+impl SearcherArg {
+    fn searcher(self) -> Searcher {
+        match self {
+            SearcherArg::Ours => Searcher::Ours,
+            SearcherArg::Stateright => Searcher::Stateright,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            SearcherArg::Ours => "ours",
+            SearcherArg::Stateright => "stateright",
+        }
+    }
 }
 
 #[derive(Args)]
@@ -220,6 +248,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         max_depth: args.max_depth,
         symmetry: !args.no_symmetry,
     };
+    let searcher = args.searcher.searcher();
     let verdict = if std::io::stderr().is_terminal() {
         // A spinner for long checks, on a terminal only: logs and pipes get the result alone.
         let spinner = ProgressBar::new_spinner();
@@ -233,11 +262,11 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             ));
             spinner.tick();
         };
-        let verdict = check_observed(&model, limits, Some(&mut show));
+        let verdict = check_searched(&model, limits, searcher, Some(&mut show));
         spinner.finish_and_clear();
         verdict
     } else {
-        check_observed(&model, limits, None)
+        check_searched(&model, limits, searcher, None)
     };
     let seconds = started.elapsed().as_secs_f64();
     let per_second = verdict.unique_states as f64 / seconds.max(1e-9);
@@ -266,6 +295,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 "unique_states": verdict.unique_states,
                 "max_depth": verdict.max_depth,
                 "search": "depth-first",
+                "searcher": args.searcher.name(),
                 "symmetry": verdict.symmetry,
                 "seconds": seconds,
                 "states_per_sec": per_second.round(),

@@ -71,6 +71,33 @@ fn symmetry_reduction_is_on_by_default_and_can_be_turned_off() {
 }
 
 #[test]
+fn either_depth_first_search_can_be_chosen_and_both_count_the_same_states() {
+    let report = |searcher: &str| {
+        let args = ["check", "latch", "--json", "--searcher", searcher];
+        let (code, stdout, _) = zkharness(&args);
+        assert_eq!(code, 0, "{args:?}");
+        let report: serde_json::Value =
+            serde_json::from_str(stdout.trim()).expect("one JSON object");
+        (
+            report["searcher"].clone(),
+            report["states"].clone(),
+            report["unique_states"].clone(),
+        )
+    };
+    assert_eq!(
+        report("ours"),
+        ("ours".into(), 84_784.into(), 56_225.into())
+    );
+    assert_eq!(
+        report("stateright"),
+        ("stateright".into(), 84_784.into(), 56_225.into())
+    );
+    let (code, _, stderr) = zkharness(&["check", "latch", "--searcher", "mine"]);
+    assert_eq!(code, 64, "bad input");
+    assert!(stderr.contains("--searcher"), "{stderr}");
+}
+
+#[test]
 fn the_sharded_job_is_checked_without_symmetry_reduction() {
     let args = [
         "check",

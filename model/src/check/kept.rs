@@ -32,6 +32,8 @@ use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::thread::LocalKey;
 
+use zkh_recipes::symmetry::DirectMapped;
+
 use super::{SharedLog, State, Workload};
 use crate::history::HistoryEntry;
 
@@ -41,20 +43,9 @@ const VERDICT_SLOTS: usize = 1 << 16;
 /// How many forgotten shared logs a thread keeps (each with its entries).
 const FORGOTTEN_SLOTS: usize = 1 << 10;
 
-/// Results, each in the slot its key picks, with its key; `slots` of them.
-struct Keep<T> {
-    kept: Vec<Option<(u64, T)>>,
-    slots: usize,
-}
-
-impl<T: Clone> Keep<T> {
-    const fn new(slots: usize) -> Keep<T> {
-        Keep {
-            kept: Vec::new(),
-            slots,
-        }
-    }
-}
+/// Results, each in the slot its key picks, with its key (it starts small and grows while
+/// more than half full, up to its most slots).
+type Keep<T> = DirectMapped<T>;
 
 thread_local! {
     static VERDICTS: RefCell<Keep<u8>> = const { RefCell::new(Keep::new(VERDICT_SLOTS)) };
@@ -68,23 +59,11 @@ fn kept_in<T: Clone + 'static>(
     key: u64,
     make: impl FnOnce() -> T,
 ) -> T {
-    let found = keep.with_borrow(
-        |keep| match keep.kept.get((key >> 32) as usize % keep.slots) {
-            Some(Some((kept_key, result))) if *kept_key == key => Some(result.clone()),
-            _ => None,
-        },
-    );
-    if let Some(result) = found {
+    if let Some(result) = keep.with_borrow(|keep| keep.get(key).cloned()) {
         return result;
     }
     let result = make();
-    keep.with_borrow_mut(|keep| {
-        if keep.kept.is_empty() {
-            keep.kept.resize_with(keep.slots, || None);
-        }
-        let slot = (key >> 32) as usize % keep.slots;
-        keep.kept[slot] = Some((key, result.clone()));
-    });
+    keep.with_borrow_mut(|keep| keep.insert(key, result.clone()));
     result
 }
 

@@ -146,10 +146,12 @@
 //! Read lag on followers (one server), reconnection to another server, container reaping, and
 //! time itself (timeouts are timers that may fire at any point).
 
+mod depth_first;
 mod forget;
 mod job;
 mod kept;
 mod run;
+mod visited;
 mod walk;
 mod workloads;
 
@@ -176,10 +178,11 @@ use crate::zookeeper::ZkModel;
 
 use crate::shared::HashCell;
 pub use crate::shared::{Shared, SharedLog, SharedMut};
+pub use depth_first::PROGRESS_STATES;
 pub use job::{JobApp, JobWorkload, JOB_CYCLES, JOB_ITEMS};
 pub use run::{
-    check, check_observed, check_within, find_violation, GaveUp, Limits, Observer, Progress,
-    Verdict, Violation, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
+    check, check_observed, check_searched, check_within, find_violation, GaveUp, Limits, Observer,
+    Progress, Searcher, Verdict, Violation, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
 };
 pub use walk::{shrink, walk, walk_observed, WalkLimits, WalkVerdict, WalkViolation, LOOP_STEPS};
 pub use workloads::{
@@ -921,6 +924,22 @@ impl Reached {
 }
 
 impl<W: Workload> RecipeModel<W> {
+    /// `clients` clients running `workload` within `budget`, acting as `acting` says, as a
+    /// check runs it: forgetting settled history, and hashing states as they are (a search sets
+    /// [`RecipeModel::symmetric`] and the rest for its own copy).
+    pub fn new(workload: W, clients: usize, budget: FaultBudget, acting: Acting) -> Self {
+        RecipeModel {
+            workload,
+            clients,
+            budget,
+            acting,
+            forget_settled: true,
+            symmetric: false,
+            one_invariant: false,
+            reached: Reached::default(),
+        }
+    }
+
     /// `action` taken in `state`, in words (for counterexamples).
     pub fn describe(&self, state: &State<W>, action: &Action) -> String {
         let next_op = |c: usize| {

@@ -20,8 +20,9 @@
 //! renamed path reaches, would show it. As everywhere in the checker, two values that differ
 //! but have equal 64-bit hashes are taken to be equal.
 //!
-//! The table holds [`MEMO_SLOTS`] recordings; a new one takes the place of the one whose key
-//! falls in its slot. What is found there never changes a hash, only how soon it is known.
+//! The table holds up to [`MEMO_SLOTS`] recordings, direct-mapped ([`DirectMapped`]: a new one
+//! takes the place of the one whose key falls in its slot; it starts small and grows while more
+//! than half full). What is found there never changes a hash, only how soon it is known.
 //!
 //! # Not memoized
 //!
@@ -32,17 +33,16 @@
 use std::cell::RefCell;
 use std::sync::{Arc, OnceLock};
 
+use super::direct::DirectMapped;
 use super::{mix, renamed_hash, ByRenaming, Outline, Recording, Renaming, Renamings, Symmetric};
 
 /// How many recordings a thread keeps for values seen again.
 pub const MEMO_SLOTS: usize = 1 << 16;
 
-/// A recording kept, under its key.
-type Kept = Option<(u64, Arc<Recording>)>;
-
 thread_local! {
     /// The recordings kept, each in the slot its key picks.
-    static MEMO: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
+    static MEMO: RefCell<DirectMapped<Arc<Recording>>> =
+        const { RefCell::new(DirectMapped::new(MEMO_SLOTS)) };
 }
 
 /// `value`'s recording: the one kept under `key` (see the module docs), or a new one, kept
@@ -50,21 +50,11 @@ thread_local! {
 /// holds no skeleton, only the value's hashes under renamings, which equal values share.
 pub fn memoized<T: Symmetric + ?Sized>(value: &T, all: &Renamings, key: u64) -> Arc<Recording> {
     let key = mix(key, all.fingerprint());
-    let slot = (key >> 32) as usize % MEMO_SLOTS;
-    let found = MEMO.with_borrow(|memo| match memo.get(slot) {
-        Some(Some((kept, recording))) if *kept == key => Some(Arc::clone(recording)),
-        _ => None,
-    });
-    if let Some(recording) = found {
+    if let Some(recording) = MEMO.with_borrow(|memo| memo.get(key).cloned()) {
         return recording;
     }
     let recording = Arc::new(Recording::of(value, all));
-    MEMO.with_borrow_mut(|memo| {
-        if memo.is_empty() {
-            memo.resize(MEMO_SLOTS, None);
-        }
-        memo[slot] = Some((key, Arc::clone(&recording)));
-    });
+    MEMO.with_borrow_mut(|memo| memo.insert(key, Arc::clone(&recording)));
     recording
 }
 

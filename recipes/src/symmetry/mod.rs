@@ -45,9 +45,11 @@
 //! More than [`MAX_SYMMETRIC_CLIENTS`] clients: the renamings number N!, and a state whose
 //! clients' signatures all tie is hashed under all of them.
 
+mod direct;
 mod memo;
 mod order;
 
+pub use direct::DirectMapped;
 pub use memo::{memoized, RenamedCache, MEMO_SLOTS};
 pub use order::{least_in_order, mix, ByRenaming, Outline, Recording, CACHED_RENAMINGS};
 

@@ -1,0 +1,130 @@
+//! The depth-first search over every state: our own loop over the model's stateright API
+//! (`init_states`, `actions`, `next_state`), visiting the states stateright's depth-first
+//! checker visits, in its order, with less work per state.
+//!
+//! # The search
+//!
+//! A stack of states to expand, each with the action that made it and its depth. The search
+//! pops the top one, checks the invariants there, and pushes each successor that no state
+//! before it had the fingerprint of (the state's hash; with symmetry reduction, its class
+//! hash, so that one state of each class is explored). Successors are marked seen as they are
+//! pushed, not as they are popped, and the last one pushed is expanded first: this is
+//! stateright's order, so the two searches count the same states, reach the same depth, and
+//! meet the same first violation (`model/tests/depth_first.rs` holds them to it).
+//!
+//! What stateright's loop does per state that this one does not, single-threaded:
+//!
+//! - a copy of the path so far (a vector of action indices) with every state pushed; here the
+//!   path is one vector, cut back to a popped state's depth and extended by its action, which
+//!   is correct because a depth-first stack pops a state only after everything pushed above it;
+//! - an insert into a sharded concurrent hash set behind a lock, where this search has its own
+//!   table of fingerprints ([`Visited`]);
+//! - an atomic counter per state, a look-up of the property's name per state, and building a
+//!   second state to hash (its symmetry representative).
+//!
+//! A state deeper than [`Limits::max_depth`] is counted and marked seen but neither checked nor
+//! expanded, as stateright does at its target depth; the verdict says the search gave up there.
+//! [`Limits::max_states`] is checked at every state popped (stateright checks it every 1,500).
+
+use std::hash::{Hash, Hasher};
+
+use stateright::Model;
+
+use super::visited::Visited;
+use super::{Action, Limits, Progress, RecipeModel, State, Workload};
+use crate::shared::fixed_hasher;
+
+/// How many states a search pops between two reports to its observer (a fraction of a second
+/// at this machine's 400,000 to 900,000 states a second).
+pub const PROGRESS_STATES: usize = 1 << 16;
+
+/// What a depth-first search found.
+pub(super) struct Explored<W: Workload> {
+    /// States generated (the initial ones included), with repeats.
+    pub states: usize,
+    /// Distinct fingerprints.
+    pub unique_states: usize,
+    /// The deepest state popped, in steps (one more than [`Limits::max_depth`] when the search
+    /// skipped states there).
+    pub deepest: usize,
+    /// The first state popped where an invariant failed, and the path to it.
+    pub violation: Option<(Vec<Action>, State<W>)>,
+}
+
+/// A state to expand: the state, the action that made it (none for an initial state) and its
+/// depth in steps.
+type Pending<W> = (State<W>, Option<Action>, usize);
+
+/// Searches `model` depth first within `limits`, until the first state where its invariants
+/// fail ([`RecipeModel::invariants_hold_noting_reached`]) or the end, telling `observer` how far
+/// it has come every [`PROGRESS_STATES`] states. `model` hashes its states as their classes
+/// when it reduces by symmetry ([`RecipeModel::symmetric`]).
+pub(super) fn depth_first<W: Workload>(
+    model: &RecipeModel<W>,
+    limits: Limits,
+    mut observer: Option<&mut (dyn FnMut(&Progress) + '_)>,
+) -> Explored<W> {
+    let mut visited = Visited::with_capacity(1 << 10);
+    let mut pending: Vec<Pending<W>> = Vec::new();
+    let mut states = 0;
+    for state in model.init_states() {
+        states += 1;
+        if visited.insert(fingerprint(&state)) {
+            pending.push((state, None, 0));
+        }
+    }
+    let mut path: Vec<Action> = Vec::new();
+    let mut actions: Vec<Action> = Vec::new();
+    let mut deepest = 0;
+    let mut popped = 0usize;
+    let mut violation = None;
+    while let Some((state, action, steps)) = pending.pop() {
+        if limits.max_states.is_some_and(|max| states >= max) {
+            break;
+        }
+        deepest = deepest.max(steps);
+        path.truncate(steps.saturating_sub(1));
+        path.extend(action);
+        popped += 1;
+        if popped % PROGRESS_STATES == 0 {
+            if let Some(observer) = observer.as_mut() {
+                observer(&Progress {
+                    states,
+                    unique_states: visited.len(),
+                    max_depth: deepest,
+                });
+            }
+        }
+        if steps > limits.max_depth {
+            continue;
+        }
+        if !model.invariants_hold_noting_reached(&state) {
+            violation = Some((path, state));
+            break;
+        }
+        model.actions(&state, &mut actions);
+        for action in actions.drain(..) {
+            let Some(next) = model.next_state(&state, action.clone()) else {
+                continue;
+            };
+            states += 1;
+            if visited.insert(fingerprint(&next)) {
+                pending.push((next, Some(action), steps + 1));
+            }
+        }
+    }
+    Explored {
+        states,
+        unique_states: visited.len(),
+        deepest,
+        violation,
+    }
+}
+
+/// A state's fingerprint: its hash (its class hash, if it hashes as its class), mixed by a
+/// fixed-seed hasher.
+fn fingerprint<W: Workload>(state: &State<W>) -> u64 {
+    let mut hasher = fixed_hasher();
+    state.hash(&mut hasher);
+    hasher.finish()
+}

@@ -1,0 +1,182 @@
+//! Our depth-first search against stateright's: on passing checks, failing ones and ones that
+//! give up at a limit, with symmetry reduction and without, both must visit the same states in
+//! the same order, so they count the same states (generated and unique), reach the same depth,
+//! give up at the same limit, note the same `sometimes` properties, and meet the same first
+//! violation by the same path.
+#![cfg(not(madsim))]
+
+use zkh_model::check::{
+    check_searched, Acting, ElectionWorkload, FaultBudget, GaveUp, JobWorkload, LatchWorkload,
+    Limits, LockWorkload, MasterWorkload, Progress, RecipeModel, Searcher, Verdict, Workload,
+    PROGRESS_STATES,
+};
+use zkh_recipes::elastic_job::JobVariant;
+use zkh_recipes::election::ElectionVariant;
+use zkh_recipes::latch::LatchVariant;
+use zkh_recipes::lock::LockVariant;
+use zkh_recipes::master::MasterVariant;
+
+/// `workload` run by `clients` clients within `faults`, acting as `acting` says.
+fn model<W: Workload>(workload: W, clients: usize, faults: &str, acting: Acting) -> RecipeModel<W> {
+    let budget = FaultBudget::parse(faults).expect("a budget");
+    RecipeModel::new(workload, clients, budget, acting)
+}
+
+/// Checks `model` within `limits` by both searches, with symmetry reduction and without, and
+/// requires the same verdict from both; returns ours (reduced, then not; a workload whose
+/// clients are not interchangeable is checked once, without).
+fn same_verdicts<W: Workload>(name: &str, model: &RecipeModel<W>, limits: Limits) -> Vec<Verdict> {
+    let reductions: &[bool] = if W::SYMMETRIC {
+        &[true, false]
+    } else {
+        &[false]
+    };
+    reductions
+        .iter()
+        .map(|&symmetry| {
+            let limits = Limits { symmetry, ..limits };
+            let ours = check_searched(model, limits, Searcher::Ours, None);
+            let theirs = check_searched(model, limits, Searcher::Stateright, None);
+            assert_eq!(ours, theirs, "{name}, symmetry {symmetry}");
+            println!(
+                "{name}, symmetry {symmetry}: {} states, {} unique, depth {}, violation {:?}",
+                ours.states,
+                ours.unique_states,
+                ours.max_depth,
+                ours.violation.as_ref().map(|v| (v.property, v.found_steps))
+            );
+            ours
+        })
+        .collect()
+}
+
+#[test]
+fn both_searches_pass_the_correct_recipes_through_the_same_states() {
+    let standard = "drop-reply=1,expire=1";
+    let lock = model(
+        LockWorkload {
+            variant: LockVariant::Correct,
+        },
+        3,
+        standard,
+        Acting::CaughtUp,
+    );
+    let verdicts = same_verdicts("lock", &lock, Limits::default());
+    let counts: Vec<usize> = verdicts.iter().map(|v| v.unique_states).collect();
+    assert_eq!(counts, [112_101, 668_917]);
+    assert!(verdicts.iter().all(|v| v.complete && v.violation.is_none()));
+    let latch = model(
+        LatchWorkload {
+            variant: LatchVariant::Correct,
+        },
+        3,
+        standard,
+        Acting::CaughtUp,
+    );
+    let verdicts = same_verdicts("latch", &latch, Limits::default());
+    assert_eq!(verdicts[0].unique_states, 56_225);
+    let master = model(
+        MasterWorkload {
+            variant: MasterVariant::Correct,
+        },
+        3,
+        standard,
+        Acting::CaughtUp,
+    );
+    let verdicts = same_verdicts("master", &master, Limits::default());
+    assert_eq!(verdicts[0].unique_states, 2_244);
+    let job = model(
+        JobWorkload::new(JobVariant::Correct),
+        2,
+        "none",
+        Acting::CaughtUp,
+    );
+    let verdicts = same_verdicts("job", &job, Limits::default());
+    assert_eq!(verdicts[0].unique_states, 845_042);
+}
+
+#[test]
+fn both_searches_meet_the_same_first_violation_by_the_same_path() {
+    let no_owner_check = model(
+        LatchWorkload {
+            variant: LatchVariant::NoOwnerCheck,
+        },
+        3,
+        "client-expire=1",
+        Acting::CaughtUp,
+    );
+    for verdict in same_verdicts("no-owner-check", &no_owner_check, Limits::default()) {
+        let violation = verdict.violation.expect("a violation");
+        assert_eq!(violation.property, "single acting master");
+        assert_eq!(violation.path.len(), 19, "shortened to the shortest");
+    }
+    let unfenced = model(
+        LockWorkload {
+            variant: LockVariant::Correct,
+        },
+        3,
+        "expire=1",
+        Acting::Unfenced,
+    );
+    for verdict in same_verdicts("unfenced lock", &unfenced, Limits::default()) {
+        let violation = verdict.violation.expect("a violation");
+        assert_eq!(violation.property, "mutual exclusion");
+        assert_eq!(violation.path.len(), 12);
+    }
+}
+
+#[test]
+fn both_searches_give_up_at_the_same_depth() {
+    // Under a lost reply and an expiry, check-then-write acting when caught up has paths of
+    // every length: both searches skip the same states past the limit.
+    let endless = model(
+        ElectionWorkload {
+            variant: ElectionVariant::CheckThenWrite,
+        },
+        2,
+        "drop-reply=1,expire=1",
+        Acting::CaughtUp,
+    );
+    let limits = Limits {
+        max_depth: 40,
+        ..Limits::default()
+    };
+    for verdict in same_verdicts("check-then-write", &endless, limits) {
+        assert_eq!(verdict.gave_up, Some(GaveUp::Depth(40)));
+        assert_eq!(verdict.max_depth, 40);
+        assert!(!verdict.complete && verdict.violation.is_none());
+    }
+}
+
+#[test]
+fn ours_gives_up_at_the_states_limit_and_reports_its_progress() {
+    let job = model(
+        JobWorkload::new(JobVariant::Correct),
+        2,
+        "none",
+        Acting::CaughtUp,
+    );
+    let limits = Limits {
+        max_states: Some(300_000),
+        ..Limits::default()
+    };
+    let mut seen: Vec<Progress> = Vec::new();
+    let verdict = check_searched(&job, limits, Searcher::Ours, Some(&mut |p| seen.push(*p)));
+    assert_eq!(verdict.gave_up, Some(GaveUp::States(300_000)));
+    assert!(!verdict.complete);
+    // It stops at the first state it pops at the limit: the last expansion's successors over.
+    assert!(
+        (300_000..300_100).contains(&verdict.states),
+        "{}",
+        verdict.states
+    );
+    // A report every PROGRESS_STATES states popped, each further on than the one before.
+    assert!(!seen.is_empty(), "no report in {} states", verdict.states);
+    assert!(seen.len() * PROGRESS_STATES <= verdict.states);
+    for pair in seen.windows(2) {
+        assert!(pair[0].states < pair[1].states, "{pair:?}");
+        assert!(pair[0].unique_states < pair[1].unique_states, "{pair:?}");
+    }
+    let last = seen.last().expect("reports");
+    assert!(last.unique_states <= verdict.unique_states);
+}
