@@ -64,7 +64,7 @@ pub(super) fn depth_first<W: Workload>(
     limits: Limits,
     mut observer: Option<&mut (dyn FnMut(&Progress) + '_)>,
 ) -> Explored<W> {
-    let mut visited = Visited::with_capacity(1 << 10);
+    let mut visited = Visited::new();
     let mut pending: Vec<Pending<W>> = Vec::new();
     let mut states = 0;
     for state in model.init_states() {

@@ -1,38 +1,57 @@
 //! The set of states a depth-first search has seen, as 64-bit fingerprints.
 //!
-//! An open-addressing table of `u64`s with linear probing: a fingerprint's slot is picked by a
-//! multiplicative hash of it, and a taken slot sends it to the next one. Neighbouring slots
-//! share a cache line, so a probe that misses its first slot usually costs no second miss.
-//! The table doubles when three quarters of its slots are taken, so that a probe of a new
-//! fingerprint (every state a search generates for the first time) ends after a few slots; it
-//! holds 10.7 to 21 bytes per state, depending on where it is between two doublings. It starts
-//! small (a search starts it at 2,048 slots), so that a check of a few thousand states does not
-//! fault in a MiB of pages it hardly uses. One thread owns it: no locks, no shards.
+//! Open addressing with linear probing: a fingerprint's first slot is picked by a
+//! multiplicative hash of it, scaled to the table's length, and a taken slot sends it to the
+//! next one. Neighbouring slots share a cache line, so a probe that misses its first slot
+//! usually costs no second miss. A table grows by a quarter when three quarters of its slots
+//! are taken: its load stays between 60% and 75%, so a probe of a new fingerprint (every state
+//! a search generates for the first time) ends after a few slots, and a state costs 10.7 to
+//! 13.3 bytes.
+//!
+//! The set is [`SHARDS`] such tables, picked by a fingerprint's top bits, each growing on its
+//! own: growing copies one table while the others stay, so it needs a sixty-fourth more memory
+//! at a time, not twice the whole set (at a billion states, the difference between fitting in
+//! this machine's 23 GiB and not). Each table starts small, so that a check of a few thousand
+//! states does not fault in pages it hardly uses. One thread owns the set: no locks.
 //!
 //! A fingerprint is a state's hash, so two states could share one and the second would be
 //! taken for seen: the chance is about n² / 2⁶⁵ for n states (under one in a million for the
 //! standard checks' 11 million, about 3% at a billion). stateright's own searches take the same
 //! risk. Zero marks an empty slot, so a fingerprint of zero is stored as one.
 
+/// How many tables a set has (a power of two): its fingerprints' top bits pick one.
+pub(super) const SHARDS: usize = 64;
+
+/// The slots a table starts with.
+const FIRST_SLOTS: usize = 32;
+
+/// Knuth's multiplicative constant (2⁶⁴ divided by the golden ratio): a fingerprint times it,
+/// scaled to a table's length, picks its first slot.
+const SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
+
 /// Fingerprints seen, with their count.
 #[derive(Debug)]
 pub(super) struct Visited {
-    /// Each slot holds a fingerprint or zero (empty); the length is a power of two.
-    slots: Vec<u64>,
-    /// How many slots are taken.
+    tables: Vec<Table>,
     len: usize,
 }
 
-/// Knuth's multiplicative constant (2⁶⁴ divided by the golden ratio): a fingerprint's top bits
-/// after the multiplication pick its slot.
-const SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
+/// One shard: each slot holds a fingerprint or zero (empty).
+#[derive(Debug)]
+struct Table {
+    slots: Vec<u64>,
+    taken: usize,
+}
 
 impl Visited {
-    /// An empty set with room for about `expected` fingerprints before it first grows.
-    pub(super) fn with_capacity(expected: usize) -> Visited {
-        let slots = (expected.max(16) * 4 / 3).next_power_of_two();
+    /// An empty set.
+    pub(super) fn new() -> Visited {
+        let table = || Table {
+            slots: vec![0; FIRST_SLOTS],
+            taken: 0,
+        };
         Visited {
-            slots: vec![0; slots],
+            tables: (0..SHARDS).map(|_| table()).collect(),
             len: 0,
         }
     }
@@ -45,66 +64,85 @@ impl Visited {
     /// Adds `fingerprint`; false if it was there already.
     pub(super) fn insert(&mut self, fingerprint: u64) -> bool {
         let fingerprint = fingerprint.max(1);
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.grow();
+        let shard = (fingerprint >> (64 - SHARDS.trailing_zeros())) as usize;
+        let table = &mut self.tables[shard];
+        if (table.taken + 1) * 4 > table.slots.len() * 3 {
+            table.grow();
         }
-        if Self::place(&mut self.slots, fingerprint) {
-            self.len += 1;
-            true
-        } else {
-            false
-        }
+        let new = place(&mut table.slots, fingerprint);
+        table.taken += usize::from(new);
+        self.len += usize::from(new);
+        new
     }
+}
 
-    /// Puts `fingerprint` (not zero) in the first free slot from its own, unless it is there.
-    fn place(slots: &mut [u64], fingerprint: u64) -> bool {
-        let mask = slots.len() - 1;
-        let shift = 64 - slots.len().trailing_zeros();
-        let mut slot = (fingerprint.wrapping_mul(SPREAD) >> shift) as usize;
-        loop {
-            match slots[slot] {
-                0 => {
-                    slots[slot] = fingerprint;
-                    return true;
-                }
-                taken if taken == fingerprint => return false,
-                _ => slot = (slot + 1) & mask,
-            }
-        }
-    }
-
-    /// Doubles the table and places every fingerprint again.
+impl Table {
+    /// Grows the table by a quarter and places every fingerprint again.
     fn grow(&mut self) {
-        let mut slots = vec![0; self.slots.len() * 2];
+        let mut slots = vec![0; self.slots.len() + self.slots.len() / 4];
         for &fingerprint in self.slots.iter().filter(|&&f| f != 0) {
-            Self::place(&mut slots, fingerprint);
+            place(&mut slots, fingerprint);
         }
         self.slots = slots;
     }
 }
 
+/// Puts `fingerprint` (not zero) in the first free slot from its own, unless it is there;
+/// true if it was not.
+fn place(slots: &mut [u64], fingerprint: u64) -> bool {
+    let spread = u128::from(fingerprint.wrapping_mul(SPREAD));
+    let mut slot = ((spread * slots.len() as u128) >> 64) as usize;
+    loop {
+        match slots[slot] {
+            0 => {
+                slots[slot] = fingerprint;
+                return true;
+            }
+            taken if taken == fingerprint => return false,
+            _ => slot = if slot + 1 == slots.len() { 0 } else { slot + 1 },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Visited;
+    use super::{Visited, SHARDS};
 
     #[test]
     fn a_fingerprint_is_new_once_through_every_growth() {
-        let mut visited = Visited::with_capacity(0);
-        // Fingerprints that differ only in their low bits, and zero, which is stored as one.
-        let fingerprints: Vec<u64> = (0..10_000u64).map(|i| i << 3).collect();
-        for &f in &fingerprints {
+        let mut visited = Visited::new();
+        // Fingerprints that differ only in their low bits (one shard), in their top bits (every
+        // shard), and zero, which is stored as one.
+        let low: Vec<u64> = (0..20_000u64).map(|i| i << 3).collect();
+        let high: Vec<u64> = (0..20_000u64)
+            .map(|i| i.rotate_right(7) | 1 << 40)
+            .collect();
+        for &f in low.iter().chain(&high) {
             assert!(visited.insert(f), "{f} is new");
         }
-        assert_eq!(visited.len(), 10_000);
-        for &f in &fingerprints {
+        assert_eq!(visited.len(), 40_000);
+        for &f in low.iter().chain(&high) {
             assert!(!visited.insert(f), "{f} was seen");
         }
         assert!(!visited.insert(1), "zero is stored as one");
         assert!(visited.insert(u64::MAX));
-        assert_eq!(visited.len(), 10_001);
+        assert_eq!(visited.len(), 40_001);
+        for table in &visited.tables {
+            assert!(table.slots.len() * 3 >= table.taken * 4, "at most 3/4 full");
+        }
+        let taken: usize = visited.tables.iter().map(|table| table.taken).sum();
+        assert_eq!(taken, visited.len());
+        // Low bits alone fill one table; at most 75% full, at least 60% once grown.
+        let full = visited
+            .tables
+            .iter()
+            .max_by_key(|t| t.taken)
+            .expect("tables");
         assert!(
-            visited.slots.len() * 3 >= visited.len() * 4,
-            "at most 3/4 full"
+            full.taken * 100 >= full.slots.len() * 60,
+            "{}",
+            full.slots.len()
         );
+        assert_eq!(visited.tables.len(), SHARDS);
     }
 }
