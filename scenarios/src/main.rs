@@ -162,6 +162,29 @@ struct ExploreArgs {
 
 const BAD_INPUT: u8 = 64;
 
+/// `println!`, except that a reader that went away (`zkharness check ... | head`) ends the
+/// program quietly, with the shell's code for a broken pipe (141), as other Unix tools do,
+/// instead of a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        say(format_args!($($arg)*))
+    };
+}
+
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(error) = writeln!(std::io::stdout().lock(), "{line}") {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(BROKEN_PIPE.into());
+        }
+        eprintln!("zkharness: cannot write to stdout: {error}");
+        std::process::exit(BAD_INPUT.into());
+    }
+}
+
+/// The exit code of a program whose output pipe closed (128 + SIGPIPE's 13).
+const BROKEN_PIPE: u8 = 141;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -307,7 +330,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 "result": result,
             }),
         );
-        println!("{report}");
+        say!("{report}");
     } else {
         print_banner(recipe);
         let search = if verdict.symmetry {
@@ -315,18 +338,22 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         } else {
             "depth first"
         };
-        println!(
+        say!(
             "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s ({search})",
-            verdict.states, verdict.unique_states, verdict.max_depth, seconds, per_second
+            verdict.states,
+            verdict.unique_states,
+            verdict.max_depth,
+            seconds,
+            per_second
         );
         print_unreached(&verdict.unreached, "a pass says less");
         match (&verdict.violation, &final_state) {
             (Some(violation), Some((state, steps))) => {
                 print_violation(&model, violation.property, state);
                 if violation.shortest {
-                    println!("shortest counterexample, {} steps:", steps.len());
+                    say!("shortest counterexample, {} steps:", steps.len());
                 } else {
-                    println!(
+                    say!(
                         "counterexample, {} steps (found depth first in {} steps, too deep to \
                          shorten within the first {SHORTEN_STATES} states breadth first; shrunk, \
                          so it may not be the shortest):",
@@ -337,20 +364,20 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 print_steps(steps, args);
             }
             _ => match verdict.gave_up {
-                Some(GaveUp::States(max)) => println!(
+                Some(GaveUp::States(max)) => say!(
                     "INCOMPLETE: no violation in the first {} states; the check gave up at \
                      --max-states {max}\n(a larger --max-states costs time and about 20 bytes \
                      a state; fewer --clients or a smaller --faults budget shrink the space)",
                     verdict.states
                 ),
-                Some(GaveUp::Depth(max)) => println!(
+                Some(GaveUp::Depth(max)) => say!(
                     "INCOMPLETE: no violation in {} states, but some paths are longer than \
                      --max-depth {max} steps\n(a recipe that can repeat a step for ever has no \
                      end: look for a loop in the deepest paths, e.g. with `zkharness explore`; \
                      or raise --max-depth)",
                     verdict.states
                 ),
-                None => println!("no violation"),
+                None => say!("no violation"),
             },
         }
     }
@@ -385,7 +412,7 @@ fn json_report(recipe: &Recipe, fields: serde_json::Value) -> serde_json::Value 
 }
 
 fn print_banner(recipe: &Recipe) {
-    println!(
+    say!(
         "{} ({}), {} clients, faults {}, acting {}",
         recipe.name,
         recipe.variant,
@@ -398,7 +425,7 @@ fn print_banner(recipe: &Recipe) {
 /// The `sometimes` properties nothing reached, if any, and why that matters (`says_less`).
 fn print_unreached(unreached: &[&str], says_less: &str) {
     if !unreached.is_empty() {
-        println!(
+        say!(
             "note: never reached ({says_less}): {}",
             unreached.join(", ")
         );
@@ -417,16 +444,16 @@ fn print_violation<W: Workload>(model: &RecipeModel<W>, property: &str, state: &
             .map(|f| f.detail)
             .unwrap_or_default()
     };
-    println!("VIOLATION of {property}: {detail}");
+    say!("VIOLATION of {property}: {detail}");
 }
 
 /// A counterexample's steps, numbered, and where it was exported.
 fn print_steps(steps: &[String], args: &CheckArgs) {
     for (index, step) in steps.iter().enumerate() {
-        println!("{:>4}. {step}", index + 1);
+        say!("{:>4}. {step}", index + 1);
     }
     if let Some(path) = &args.export {
-        println!("exported to {}", path.display());
+        say!("exported to {}", path.display());
     }
 }
 
@@ -479,7 +506,7 @@ fn run_walks<W: Workload>(
     };
     if !args.json {
         // The seed first, so that a run cut short can still be repeated.
-        println!("seed {} ({} walks)", args.seed, walks);
+        say!("seed {} ({} walks)", args.seed, walks);
     }
     let started = Instant::now();
     let verdict = if std::io::stderr().is_terminal() {
@@ -551,10 +578,10 @@ fn run_walks<W: Workload>(
                 "result": result,
             }),
         );
-        println!("{report}");
+        say!("{report}");
     } else {
         print_banner(recipe);
-        println!(
+        say!(
             "walks: {} from seed {}, {} steps, {} unique states, longest {} steps ({} cut off at \
              --max-depth, {} ended in a loop), {} with a fault, {:.1} s, trace hash {:016x}",
             verdict.walks,
@@ -572,7 +599,7 @@ fn run_walks<W: Workload>(
         match (&verdict.violation, &final_state) {
             (Some(violation), Some((state, steps))) => {
                 print_violation(&model, violation.property, state);
-                println!(
+                say!(
                     "counterexample, {} steps (walk {} failed after {} steps; shrunk, so it may \
                      not be the shortest):",
                     steps.len(),
@@ -581,13 +608,13 @@ fn run_walks<W: Workload>(
                 );
                 print_steps(steps, args);
             }
-            _ => println!(
+            _ => say!(
                 "no violation found in {} walks (random walks visit some states, not all: this \
                  is not a proof)",
                 verdict.walks
             ),
         }
-        println!("repeat: {repeat}");
+        say!("repeat: {repeat}");
     }
     if verdict.violation.is_some() {
         ExitCode::from(1)
@@ -615,7 +642,7 @@ fn note_known_bad(recipe: &Recipe, json: bool) {
     if json {
         eprintln!("{note}");
     } else {
-        println!("{note}");
+        say!("{note}");
     }
 }
 
@@ -629,7 +656,7 @@ fn job_shape(recipe: &Recipe) -> String {
 
 fn explore<W: Workload>(model: RecipeModel<W>, port: u16) -> ExitCode {
     let address = format!("127.0.0.1:{port}");
-    println!("serving stateright's Explorer on http://{address}/ (Ctrl-C to stop)");
+    say!("serving stateright's Explorer on http://{address}/ (Ctrl-C to stop)");
     model.checker().threads(1).serve(address.as_str());
     ExitCode::SUCCESS
 }

@@ -98,6 +98,22 @@ fn either_depth_first_search_can_be_chosen_and_both_count_the_same_states() {
 }
 
 #[test]
+fn a_reader_that_goes_away_ends_the_program_quietly() {
+    // `zkharness check ... | head -1`: the read end closes before the report is written.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zkharness"))
+        .args(["check", "lock", "--variant", "herd", "--faults", "none"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("zkharness runs");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("it ends");
+    let stderr = String::from_utf8(output.stderr).expect("utf-8");
+    assert_eq!(output.status.code(), Some(141), "a broken pipe: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
 fn the_sharded_job_is_checked_without_symmetry_reduction() {
     let args = [
         "check",
