@@ -164,8 +164,8 @@ pub fn check_observed<W: Workload>(
 }
 
 /// Which depth-first search explores a check's states. Both visit the same states in the same
-/// order and give the same verdict; ours does less work per state (see
-/// [`depth_first`](super::depth_first)).
+/// order and give the same verdict; ours does less work per state (see the module docs of
+/// `model/src/check/depth_first.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Searcher {
     /// Ours: every check's.
