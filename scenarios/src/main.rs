@@ -96,7 +96,9 @@ struct CheckArgs {
     json: bool,
     /// Give up after about this many generated states (a known-bad variant stops at its first
     /// violation; a pass explores everything: the largest standard check, the job election with
-    /// 3 clients, generates about 18 million). Exit code 2 when it gives up.
+    /// 3 clients, generates about 18 million). Exit code 2 when it gives up. Memory: each
+    /// unique state costs our search 10.7 to 13.3 bytes, and 60 to 100% of generated states
+    /// are unique.
     #[arg(long, default_value_t = 100_000_000)]
     max_states: usize,
     /// Give up on paths longer than this many steps (a recipe that can loop for ever has paths
