@@ -11,6 +11,8 @@
 
 #[cfg(madsim)]
 mod sweep {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
     use std::ops::Range;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::{Arc, Mutex};
@@ -157,6 +159,9 @@ mod sweep {
         let repro = |seed: u64| {
             format!("RUSTFLAGS=\"--cfg madsim\" cargo run --release -p zkh-sim --example sweep -- --seeds {seed}..{}", seed + 1)
         };
+        // The whole report is written at once: a reader that went away (`| head`) ends the
+        // sweep quietly with the shell's code for a broken pipe, not a panic.
+        let mut report = String::new();
         if args.json {
             let summary = serde_json::json!({
                 "scenario": "standard-failover",
@@ -170,30 +175,49 @@ mod sweep {
                 "seeds_per_s": results.len() as f64 / wall_s,
                 "simulated_s_per_wall_s": simulated_s / wall_s,
             });
-            println!("{summary}");
+            writeln!(report, "{summary}").expect("a String takes any text");
         } else {
-            println!("standard failover scenario with random faults (drops, pauses, partitions, leader crashes)");
-            println!("seeds run:            {}", results.len());
-            println!("failed over:          {}", failovers.len());
+            writeln!(report, "standard failover scenario with random faults (drops, pauses, partitions, leader crashes)").expect("a String takes any text");
+            writeln!(report, "seeds run:            {}", results.len())
+                .expect("a String takes any text");
+            writeln!(report, "failed over:          {}", failovers.len())
+                .expect("a String takes any text");
             if let (Some(min), Some(median), Some(max)) =
                 (failovers.first(), median, failovers.last())
             {
-                println!("failover time:        {min} to {max} ms, median {median} ms");
+                writeln!(
+                    report,
+                    "failover time:        {min} to {max} ms, median {median} ms"
+                )
+                .expect("a String takes any text");
             }
-            println!(
+            writeln!(
+                report,
                 "combined history hash {combined:016x} (the same seeds always give the same hash)"
-            );
-            println!(
+            )
+            .expect("a String takes any text");
+            writeln!(
+                report,
                 "speed:                {:.0} seeds/s, {:.0} simulated s per wall s",
                 results.len() as f64 / wall_s,
                 simulated_s / wall_s
-            );
+            )
+            .expect("a String takes any text");
             for seed in &failed {
-                println!(
+                writeln!(
+                    report,
                     "LIVENESS FAILURE: seed {seed} did not fail over; replay: {}",
                     repro(*seed)
-                );
+                )
+                .expect("a String takes any text");
             }
+        }
+        if let Err(error) = std::io::stdout().lock().write_all(report.as_bytes()) {
+            if error.kind() == std::io::ErrorKind::BrokenPipe {
+                return std::process::ExitCode::from(141);
+            }
+            eprintln!("sweep: cannot write to stdout: {error}");
+            return std::process::ExitCode::from(64);
         }
         if failed.is_empty() {
             std::process::ExitCode::SUCCESS
