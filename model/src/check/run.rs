@@ -15,7 +15,7 @@
 //!    ([`RecipeModel::reached`]). The path it keeps is the first failing one it met. The
 //!    search is our own loop over the model's stateright API (`depth_first.rs`), which visits
 //!    the states stateright's depth-first checker visits, in the same order, with less work
-//!    per state: 10 to 20% more states a second. stateright's can still be chosen
+//!    per state: 8 to 25% more states a second. stateright's can still be chosen
 //!    ([`Searcher::Stateright`]), to hold ours to it and to measure the two side by side.
 //! 2. **The shortest counterexample**, when the search found a violation: breadth first until
 //!    that property fails, then breadth first again for a shorter path until there is none,
