@@ -38,6 +38,7 @@ use std::hash::{Hash, Hasher};
 
 use stateright::Model;
 
+use super::run::Searched;
 use super::visited::Visited;
 use super::{Action, Limits, Progress, RecipeModel, State, Workload};
 use crate::shared::fixed_hasher;
@@ -46,18 +47,8 @@ use crate::shared::fixed_hasher;
 /// at this machine's 400,000 to 900,000 states a second).
 pub const PROGRESS_STATES: usize = 1 << 16;
 
-/// What a depth-first search found.
-pub(super) struct Explored<W: Workload> {
-    /// States generated (the initial ones included), with repeats.
-    pub states: usize,
-    /// Distinct fingerprints.
-    pub unique_states: usize,
-    /// The deepest state popped, in steps (one more than [`Limits::max_depth`] when the search
-    /// skipped states there).
-    pub deepest: usize,
-    /// The first state popped where an invariant failed, and the path to it.
-    pub violation: Option<(Vec<Action>, State<W>)>,
-}
+/// The first state popped where an invariant failed, and the path to it.
+type Failed<W> = Option<(Vec<Action>, State<W>)>;
 
 /// A state to expand: the state, the action that made it (none for an initial state) and its
 /// depth in steps.
@@ -65,13 +56,13 @@ type Pending<W> = (State<W>, Option<Action>, usize);
 
 /// Searches `model` depth first within `limits`, until the first state where its invariants
 /// fail ([`RecipeModel::invariants_hold_noting_reached`]) or the end, telling `observer` how far
-/// it has come every [`PROGRESS_STATES`] states. `model` hashes its states as their classes
-/// when it reduces by symmetry ([`RecipeModel::symmetric`]).
+/// it has come every [`PROGRESS_STATES`] states: how far it went, and where it failed. `model`
+/// hashes its states as their classes when it reduces by symmetry ([`RecipeModel::symmetric`]).
 pub(super) fn depth_first<W: Workload>(
     model: &RecipeModel<W>,
     limits: Limits,
     mut observer: Option<&mut (dyn FnMut(&Progress) + '_)>,
-) -> Explored<W> {
+) -> (Searched, Failed<W>) {
     let mut visited = Visited::new();
     let mut pending: Vec<Pending<W>> = Vec::new();
     let mut states = 0;
@@ -121,12 +112,12 @@ pub(super) fn depth_first<W: Workload>(
             }
         }
     }
-    Explored {
+    let searched = Searched {
         states,
         unique_states: visited.len(),
         deepest,
-        violation,
-    }
+    };
+    (searched, violation)
 }
 
 /// A state's fingerprint: its hash (its class hash, if it hashes as its class), mixed by a

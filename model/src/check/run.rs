@@ -274,27 +274,24 @@ fn ours<W: Workload>(
 ) -> Verdict {
     let reached = Reached::default();
     let searched = searching_copy(model, symmetry, true, &reached);
-    let explored = depth_first(&searched, limits, observer);
-    let violation = explored.violation.map(|(path, state)| Violation {
+    let (searched, failed) = depth_first(&searched, limits, observer);
+    let violation = failed.map(|(path, state)| Violation {
         property: model.first_broken_invariant(&state),
         found_steps: path.len(),
         path,
         shortest: true,
     });
-    let searched = Searched {
-        states: explored.states,
-        unique_states: explored.unique_states,
-        deepest: explored.deepest,
-    };
     searched.verdict::<W>(limits, symmetry, violation, &reached)
 }
 
 /// How far a search went: the counts a [`Verdict`] reports.
-struct Searched {
-    states: usize,
-    unique_states: usize,
+pub(super) struct Searched {
+    /// States generated (the initial ones included), with repeats.
+    pub states: usize,
+    /// Distinct states (fingerprints).
+    pub unique_states: usize,
     /// The deepest state popped, in steps (past [`Limits::max_depth`] if it skipped some).
-    deepest: usize,
+    pub deepest: usize,
 }
 
 impl Searched {
@@ -349,6 +346,9 @@ fn search<W: Workload>(
     observer: Option<&mut (dyn FnMut(&Progress) + '_)>,
 ) -> Verdict {
     let symmetry = matches!(order, Order::DepthFirst(_)) && symmetric(model, limits);
+    if order == Order::DepthFirst(Searcher::Ours) {
+        return ours(model, symmetry, limits, observer);
+    }
     // stateright looks each property up once per state: the invariants as one cost one lookup.
     // It counts the initial state as depth 1 and skips states at the target depth.
     let reached = Reached::default();
@@ -363,10 +363,7 @@ fn search<W: Workload>(
     }
     let checker: Box<dyn Checker<RecipeModel<W>>> = match order {
         Order::BreadthFirst => Box::new(finish(builder.spawn_bfs(), observer)),
-        Order::DepthFirst(Searcher::Stateright) => Box::new(finish(builder.spawn_dfs(), observer)),
-        Order::DepthFirst(Searcher::Ours) => {
-            return ours(model, symmetry, limits, observer);
-        }
+        Order::DepthFirst(_) => Box::new(finish(builder.spawn_dfs(), observer)),
     };
     let violation = first_failure(model, checker.as_ref()).map(|(property, path)| Violation {
         property,
