@@ -74,6 +74,9 @@ pub(super) fn depth_first<W: Workload>(
     }
     let mut path: Vec<Action> = Vec::new();
     let mut actions: Vec<Action> = Vec::new();
+    // A popped state's successors, with their fingerprints, hinted to the visited set before
+    // any is inserted (see [`Visited::prefetch`]), then inserted in order.
+    let mut successors: Vec<(State<W>, Action, u64)> = Vec::new();
     let mut deepest = 0;
     let mut popped = 0usize;
     let mut violation = None;
@@ -107,7 +110,12 @@ pub(super) fn depth_first<W: Workload>(
                 continue;
             };
             states += 1;
-            if visited.insert(fingerprint(&next)) {
+            let fingerprint = fingerprint(&next);
+            visited.prefetch(fingerprint);
+            successors.push((next, action, fingerprint));
+        }
+        for (next, action, fingerprint) in successors.drain(..) {
+            if visited.insert(fingerprint) {
                 pending.push((next, Some(action), steps + 1));
             }
         }
