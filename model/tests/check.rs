@@ -415,6 +415,7 @@ const JOB_THREE_ITEMS_LIMITS: Limits = Limits {
     max_states: None,
     max_depth: 400,
     symmetry: true,
+    preemptions: None,
 };
 
 /// The correct job over three items and two cycles, one instance crashing at any idle moment:

@@ -98,6 +98,38 @@ fn either_depth_first_search_can_be_chosen_and_both_count_the_same_states() {
 }
 
 #[test]
+fn a_check_can_be_bounded_by_preemptions() {
+    let args = ["check", "latch", "--json", "--preemptions", "1"];
+    let (code, stdout, _) = zkharness(&args);
+    assert_eq!(code, 0, "{args:?}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["preemptions"], 1);
+    assert_eq!(report["result"], "pass");
+    // Tagged states, without symmetry reduction: more than the unbounded search's 56,225.
+    assert_eq!(report["symmetry"], false);
+    assert_eq!(report["unique_states"], 245_191);
+    let (code, stdout, _) = zkharness(&["check", "latch", "--preemptions", "0"]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("no violation in any schedule with at most 0 preemptions"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = zkharness(&[
+        "check",
+        "latch",
+        "--preemptions",
+        "1",
+        "--searcher",
+        "stateright",
+    ]);
+    assert_eq!(code, 64, "stateright's search has no bound");
+    assert!(stderr.contains("--preemptions"), "{stderr}");
+    let (code, _, stderr) = zkharness(&["check", "latch", "--preemptions", "256"]);
+    assert_eq!(code, 64, "out of range");
+    assert!(stderr.contains("--preemptions"), "{stderr}");
+}
+
+#[test]
 fn a_reader_that_goes_away_ends_the_program_quietly() {
     // `zkharness check ... | head -1`: the read end closes before the report is written.
     let mut child = Command::new(env!("CARGO_BIN_EXE_zkharness"))

@@ -25,6 +25,8 @@
 //! A state deeper than [`Limits::max_depth`] is counted and marked seen but neither checked nor
 //! expanded, as stateright does at its target depth; the verdict says the search gave up there.
 //! [`Limits::max_states`] is checked at every state popped (stateright checks it every 1,500).
+//! With [`Limits::preemptions`], each state carries a tag (who ran last, preemptions used), a
+//! step past the bound is not taken, and a state is seen once per tag (see `preemption.rs`).
 //!
 //! Not here, because no check needs it: stateright's `eventually` bookkeeping (a check's
 //! liveness properties are invariants judged at quiescent states, see the module docs of
@@ -38,6 +40,7 @@ use std::hash::{Hash, Hasher};
 
 use stateright::Model;
 
+use super::preemption::Schedule;
 use super::run::Searched;
 use super::visited::Visited;
 use super::{Action, Limits, Progress, RecipeModel, State, Workload};
@@ -50,9 +53,9 @@ pub const PROGRESS_STATES: usize = 1 << 16;
 /// The first state popped where an invariant failed, and the path to it.
 type Failed<W> = Option<(Vec<Action>, State<W>)>;
 
-/// A state to expand: the state, the action that made it (none for an initial state) and its
-/// depth in steps.
-type Pending<W> = (State<W>, Option<Action>, usize);
+/// A state to expand: the state, the action that made it (none for an initial state), its
+/// depth in steps, and its tag in a search bounded by preemptions.
+type Pending<W> = (State<W>, Option<Action>, usize, Schedule);
 
 /// Searches `model` depth first within `limits`, until the first state where its invariants
 /// fail ([`RecipeModel::invariants_hold_noting_reached`]) or the end, telling `observer` how far
@@ -66,21 +69,27 @@ pub(super) fn depth_first<W: Workload>(
     let mut visited = Visited::new();
     let mut pending: Vec<Pending<W>> = Vec::new();
     let mut states = 0;
+    let bound = limits.preemptions;
+    // In a bounded search a state is seen once per tag (see `preemption.rs`).
+    let key = |schedule: Schedule, fingerprint: u64| match bound {
+        Some(_) => schedule.key(fingerprint),
+        None => fingerprint,
+    };
     for state in model.init_states() {
         states += 1;
-        if visited.insert(fingerprint(&state)) {
-            pending.push((state, None, 0));
+        if visited.insert(key(Schedule::default(), fingerprint(&state))) {
+            pending.push((state, None, 0, Schedule::default()));
         }
     }
     let mut path: Vec<Action> = Vec::new();
     let mut actions: Vec<Action> = Vec::new();
     // A popped state's successors, with their fingerprints, hinted to the visited set before
     // any is inserted (see [`Visited::prefetch`]), then inserted in order.
-    let mut successors: Vec<(State<W>, Action, u64)> = Vec::new();
+    let mut successors: Vec<(State<W>, Action, u64, Schedule)> = Vec::new();
     let mut deepest = 0;
     let mut popped = 0usize;
     let mut violation = None;
-    while let Some((state, action, steps)) = pending.pop() {
+    while let Some((state, action, steps, schedule)) = pending.pop() {
         if limits.max_states.is_some_and(|max| states >= max) {
             break;
         }
@@ -106,17 +115,24 @@ pub(super) fn depth_first<W: Workload>(
         }
         model.actions(&state, &mut actions);
         for action in actions.drain(..) {
+            let schedule = match bound {
+                None => schedule,
+                Some(bound) => match schedule.after(&state, &action, bound) {
+                    Some(after) => after,
+                    None => continue,
+                },
+            };
             let Some(next) = model.next_state(&state, action.clone()) else {
                 continue;
             };
             states += 1;
             let fingerprint = fingerprint(&next);
-            visited.prefetch(fingerprint);
-            successors.push((next, action, fingerprint));
+            visited.prefetch(key(schedule, fingerprint));
+            successors.push((next, action, fingerprint, schedule));
         }
-        for (next, action, fingerprint) in successors.drain(..) {
-            if visited.insert(fingerprint) {
-                pending.push((next, Some(action), steps + 1));
+        for (next, action, fingerprint, schedule) in successors.drain(..) {
+            if visited.insert(key(schedule, fingerprint)) {
+                pending.push((next, Some(action), steps + 1, schedule));
             }
         }
     }

@@ -135,11 +135,15 @@
 //! gives a reachable state with the same verdicts; `tests/symmetry.rs` runs renamed paths to
 //! show it for every recipe, and that renamed states have one class hash.
 //!
-//! # Random walks
+//! # Random walks and bounded searches
 //!
 //! Where the search cannot finish (the sharded job with an expiry, or with three instances),
 //! [`walk`] takes seeded random walks through the same states, judging every step as the
-//! search does: it finds bugs there, and proves nothing (see its module docs).
+//! search does: it finds bugs there, and proves nothing (see its module docs). A search
+//! bounded by preemptions ([`Limits::preemptions`]) proves something smaller but exact: no
+//! violation in any schedule in which the server switches away from a client with a request
+//! waiting at most K times, with every fault of the budget at every point (see
+//! `preemption.rs`).
 //!
 //! # Not modelled
 //!
@@ -150,6 +154,7 @@ mod depth_first;
 mod forget;
 mod job;
 mod kept;
+mod preemption;
 mod run;
 mod visited;
 mod walk;

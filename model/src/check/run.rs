@@ -58,6 +58,10 @@ pub struct Limits {
     /// once (symmetry reduction, for up to [`MAX_SYMMETRIC_CLIENTS`] clients; see
     /// [`zkh_recipes::symmetry`]). The breadth-first searches never do: stateright's cannot.
     pub symmetry: bool,
+    /// Explore only the schedules with at most this many preemptions (see `preemption.rs`):
+    /// a bounded search, for spaces too large to search whole. Our depth-first search only,
+    /// and without symmetry reduction. None: every schedule.
+    pub preemptions: Option<u8>,
 }
 
 impl Limits {
@@ -72,6 +76,7 @@ impl Default for Limits {
             max_states: None,
             max_depth: Limits::DEFAULT_MAX_DEPTH,
             symmetry: true,
+            preemptions: None,
         }
     }
 }
@@ -212,6 +217,7 @@ pub fn find_violation<W: Workload>(model: &RecipeModel<W>) -> Option<Violation> 
         max_states: None,
         max_depth: usize::MAX,
         symmetry: false,
+        preemptions: None,
     };
     let mut violation = search(model, Order::BreadthFirst, unlimited, None).violation?;
     violation.path = shortest(model, violation.property, &violation.path);
@@ -227,9 +233,13 @@ enum Order {
     DepthFirst(Searcher),
 }
 
-/// Whether a depth-first search of `model` within `limits` reduces by symmetry.
+/// Whether a depth-first search of `model` within `limits` reduces by symmetry (never one
+/// bounded by preemptions, whose tags name clients by index).
 fn symmetric<W: Workload>(model: &RecipeModel<W>, limits: Limits) -> bool {
-    W::SYMMETRIC && limits.symmetry && model.clients <= MAX_SYMMETRIC_CLIENTS
+    W::SYMMETRIC
+        && limits.symmetry
+        && limits.preemptions.is_none()
+        && model.clients <= MAX_SYMMETRIC_CLIENTS
 }
 
 /// A single-threaded checker of `model`, whose states hash as their class under renamings of
@@ -349,6 +359,10 @@ fn search<W: Workload>(
     if order == Order::DepthFirst(Searcher::Ours) {
         return ours(model, symmetry, limits, observer);
     }
+    assert!(
+        limits.preemptions.is_none(),
+        "only our depth-first search bounds preemptions"
+    );
     // stateright looks each property up once per state: the invariants as one cost one lookup.
     // It counts the initial state as depth 1 and skips states at the target depth.
     let reached = Reached::default();
