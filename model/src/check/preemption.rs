@@ -99,3 +99,47 @@ fn scheduled_client(action: &Action) -> Option<usize> {
 fn busy<W: Workload>(state: &State<W>, c: usize) -> bool {
     !state.client(c).crashed && !state.queues(c).outbox.is_empty()
 }
+
+#[cfg(test)]
+mod tests {
+    use stateright::Model;
+    use zkh_recipes::lock::LockVariant;
+
+    use super::Schedule;
+    use crate::check::{Acting, Action, FaultBudget, LockWorkload, RecipeModel};
+
+    #[test]
+    fn a_preemption_is_a_scheduled_step_of_another_client_while_the_running_one_is_busy() {
+        let budget = FaultBudget::parse("expire=1").expect("a budget");
+        let workload = LockWorkload {
+            variant: LockVariant::Correct,
+        };
+        let model = RecipeModel::new(workload, 2, budget, Acting::CaughtUp);
+        let mut state = model.init_states().remove(0);
+        // Both clients start by sending their first request.
+        assert!(!state.queues(0).outbox.is_empty() && !state.queues(1).outbox.is_empty());
+        let start = Schedule::default();
+        let first = start
+            .after(&state, &Action::Serve(0), 0)
+            .expect("no one ran");
+        assert_eq!(first.running, Some(0));
+        assert_eq!(first.used, 0);
+        assert_eq!(first.after(&state, &Action::Serve(0), 0), Some(first));
+        // Client 0 has a request waiting: serving client 1 now is a preemption.
+        assert_eq!(first.after(&state, &Action::Serve(1), 0), None);
+        assert_eq!(first.after(&state, &Action::Act(1), 0), None);
+        let switched = first.after(&state, &Action::DropReply(1), 1);
+        assert_eq!(switched.map(|s| (s.running, s.used)), Some((Some(1), 1)));
+        // Local steps and faults are free and leave the running client be.
+        for free in [Action::Deliver(1), Action::Expire(1), Action::LeaderChange] {
+            assert_eq!(first.after(&state, &free, 0), Some(first), "{free:?}");
+        }
+        // Once client 0 waits on nothing, switching away from it is free.
+        state.queues_mut(0).outbox.clear();
+        let free = first.after(&state, &Action::Serve(1), 0);
+        assert_eq!(free.map(|s| (s.running, s.used)), Some((Some(1), 0)));
+        // A different tag is a different key for the same state.
+        assert_ne!(first.key(7), start.key(7));
+        assert_ne!(first.key(7), switched.expect("switched").key(7));
+    }
+}
