@@ -37,10 +37,9 @@
 //! for the one with more (its futures include theirs); looking those up saved 1 to 8% of the
 //! states (the lock within two preemptions: 1,313,671 to 1,204,613; the job with an expiry
 //! within two: 11,507,300 to 11,378,421) for a look-up per preemption fewer, and was not
-//! kept. Symmetry reduction is
-//! off in a bounded search: the tag names a client by its index, which a renaming changes.
-//! The model's own partial-order reduction (see [`check`](super)) applies as before: the
-//! bound is over the schedules of the reduced model.
+//! kept. Symmetry reduction is off in a bounded search: the tag names a client by its index,
+//! which a renaming changes. The model's own partial-order reduction (see [`check`](super))
+//! applies as before: the bound is over the schedules of the reduced model.
 
 use super::{Action, State, Workload};
 use crate::shared::hash_of;
