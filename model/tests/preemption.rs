@@ -1,7 +1,8 @@
 //! Searches bounded by preemptions (`Limits::preemptions`; see `model/src/check/preemption.rs`):
 //! they grow with the bound, they catch the known-bad variants with few preemptions, a bug
 //! that needs one preemption is missed with none, and the correct sharded job passes every
-//! schedule with two preemptions under an expiry, a space the unbounded search cannot finish.
+//! schedule with two preemptions under an expiry, and with three instances every schedule
+//! without preemptions under an expiry or a crash: spaces the unbounded search cannot finish.
 //! The counts are pinned, so that drift shows. The sharded job's checks take seconds each in
 //! release and are ignored in the plain test run; `scripts/test-all` runs them in release.
 #![cfg(not(madsim))]
@@ -157,4 +158,21 @@ fn the_correct_job_passes_every_schedule_with_two_preemptions_under_an_expiry() 
     passes("two preemptions", &bounded(&correct, 2, 1000), 11_507_300);
     let standard = job(JobVariant::Correct, 2, 1, "drop-reply=1,expire=1");
     passes("standard budget", &bounded(&standard, 0, 1000), 3_121_751);
+}
+
+#[test]
+#[ignore = "about 25 s in release: scripts/test-all runs it"]
+fn the_correct_job_with_three_instances_passes_every_schedule_without_preemptions() {
+    // The unbounded search passed 1.29 billion states of three instances without a fault,
+    // without finishing.
+    let expiring = job(JobVariant::Correct, 3, 1, "expire=1");
+    passes("one expiry", &bounded(&expiring, 0, 1000), 10_106_682);
+    let crashing = job(JobVariant::Correct, 3, 1, "crash=1");
+    passes("one crash", &bounded(&crashing, 0, 1000), 2_086_239);
+    let no_fault = job(JobVariant::Correct, 3, 1, "none");
+    let once = bounded(&no_fault, 1, 1000);
+    assert!(once.violation.is_none() && once.complete);
+    assert_eq!(once.unique_states, 1_072_662, "no fault, one preemption");
+    // Without a fault, nothing fails over.
+    assert_eq!(once.unreached, ["an item failed over"]);
 }
