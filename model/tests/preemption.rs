@@ -1,6 +1,6 @@
 //! Searches bounded by preemptions (`Limits::preemptions`; see `model/src/check/preemption.rs`):
-//! they grow with the bound, they catch the known-bad variants with few preemptions, a bug
-//! that needs one preemption is missed with none, and the correct sharded job passes every
+//! they grow with the bound, they catch the known-bad variants with few preemptions, the bugs
+//! that need one preemption are missed with none, and the correct sharded job passes every
 //! schedule with two preemptions under an expiry, and with three instances every schedule
 //! without preemptions under an expiry or a crash: spaces the unbounded search cannot finish.
 //! The counts are pinned, so that drift shows. The sharded job's checks take seconds each in
@@ -8,10 +8,11 @@
 #![cfg(not(madsim))]
 
 use zkh_model::check::{
-    check_within, Acting, FaultBudget, JobWorkload, LatchWorkload, Limits, LockWorkload,
-    MasterWorkload, RecipeModel, Verdict, Workload,
+    check_within, Acting, ElectionWorkload, FaultBudget, JobWorkload, LatchWorkload, Limits,
+    LockWorkload, MasterWorkload, RecipeModel, Verdict, Workload,
 };
 use zkh_recipes::elastic_job::JobVariant;
+use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
 use zkh_recipes::master::MasterVariant;
@@ -111,6 +112,40 @@ fn the_known_bad_lock_latch_and_master_are_caught_without_preemptions() {
         "drop-reply=1,expire=1",
     );
     fails("no-watch", &bounded(&no_watch, 0, 300), "leader elected", 9);
+    let no_owner = model(
+        LatchWorkload {
+            variant: LatchVariant::NoOwnerCheck,
+        },
+        3,
+        "client-expire=1",
+    );
+    let stale = bounded(&no_owner, 0, 300);
+    fails("no-owner-check", &stale, "single acting master", 19);
+}
+
+#[test]
+fn check_then_write_needs_one_preemption() {
+    // Two instances both find no leader and both write themselves as leader: the server must
+    // switch to the second between the first one's check and its write.
+    let racing = RecipeModel::new(
+        ElectionWorkload {
+            variant: ElectionVariant::CheckThenWrite,
+        },
+        3,
+        FaultBudget::default(),
+        Acting::Unfenced,
+    );
+    let none = bounded(&racing, 0, 300);
+    assert!(none.violation.is_none() && none.complete);
+    assert_eq!(none.unique_states, 181, "no preemption");
+    // Without a fault, no leader loses its role.
+    assert_eq!(none.unreached, ["leadership changed hands after a loss"]);
+    fails(
+        "one preemption",
+        &bounded(&racing, 1, 300),
+        "single acting master",
+        22,
+    );
 }
 
 #[test]
