@@ -60,6 +60,10 @@ fn fails(name: &str, verdict: &Verdict, property: &str, steps: usize) {
     assert_eq!(violation.path.len(), steps, "{name}");
 }
 
+fn latch(variant: LatchVariant, faults: &str) -> RecipeModel<LatchWorkload> {
+    model(LatchWorkload { variant }, 3, faults)
+}
+
 fn job(variant: JobVariant, clients: usize, cycles: u64, faults: &str) -> RecipeModel<JobWorkload> {
     let workload = JobWorkload {
         cycles,
@@ -95,13 +99,7 @@ fn the_known_bad_lock_latch_and_master_are_caught_without_preemptions() {
         "drop-reply=1,expire=1",
     );
     fails("herd", &bounded(&herd, 0, 300), "herd free", 11);
-    let trust = model(
-        LatchWorkload {
-            variant: LatchVariant::TrustPredecessor,
-        },
-        3,
-        "drop-reply=1,expire=1",
-    );
+    let trust = latch(LatchVariant::TrustPredecessor, "drop-reply=1,expire=1");
     let trusting = bounded(&trust, 0, 300);
     fails("trust-predecessor", &trusting, "single acting master", 22);
     let no_watch = model(
@@ -112,13 +110,7 @@ fn the_known_bad_lock_latch_and_master_are_caught_without_preemptions() {
         "drop-reply=1,expire=1",
     );
     fails("no-watch", &bounded(&no_watch, 0, 300), "leader elected", 9);
-    let no_owner = model(
-        LatchWorkload {
-            variant: LatchVariant::NoOwnerCheck,
-        },
-        3,
-        "client-expire=1",
-    );
+    let no_owner = latch(LatchVariant::NoOwnerCheck, "client-expire=1");
     let stale = bounded(&no_owner, 0, 300);
     fails("no-owner-check", &stale, "single acting master", 19);
 }
