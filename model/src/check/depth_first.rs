@@ -83,7 +83,7 @@ pub(super) fn depth_first<W: Workload>(
     }
     let mut path: Vec<Action> = Vec::new();
     let mut actions: Vec<Action> = Vec::new();
-    // A popped state's successors, with their fingerprints, hinted to the visited set before
+    // A popped state's successors, with their keys in the visited set, hinted to it before
     // any is inserted (see [`Visited::prefetch`]), then inserted in order.
     let mut successors: Vec<(State<W>, Action, u64, Schedule)> = Vec::new();
     let mut deepest = 0;
@@ -126,12 +126,12 @@ pub(super) fn depth_first<W: Workload>(
                 continue;
             };
             states += 1;
-            let fingerprint = fingerprint(&next);
-            visited.prefetch(key(schedule, fingerprint));
-            successors.push((next, action, fingerprint, schedule));
+            let key = key(schedule, fingerprint(&next));
+            visited.prefetch(key);
+            successors.push((next, action, key, schedule));
         }
-        for (next, action, fingerprint, schedule) in successors.drain(..) {
-            if visited.insert(key(schedule, fingerprint)) {
+        for (next, action, key, schedule) in successors.drain(..) {
+            if visited.insert(key) {
                 pending.push((next, Some(action), steps + 1, schedule));
             }
         }
