@@ -416,6 +416,7 @@ const JOB_THREE_ITEMS_LIMITS: Limits = Limits {
     max_depth: 400,
     symmetry: true,
     preemptions: None,
+    compact_mib: None,
 };
 
 /// The correct job over three items and two cycles, one instance crashing at any idle moment:

@@ -28,7 +28,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
     check_searched, walk, walk_observed, Acting, Action, FaultBudget, GaveUp, Limits, Progress,
-    RecipeModel, Searcher, State, WalkLimits, WalkVerdict, Workload, PROGRESS, SHORTEN_STATES,
+    RecipeModel, Searcher, State, WalkLimits, WalkVerdict, Workload, COMPACT_MIB, MAX_LOAD_PERCENT,
+    PROGRESS, SHORTEN_STATES,
 };
 use zkh_scenarios::known_bad::known_bad;
 use zkh_scenarios::{any_model, export, Recipe, RecipeKind, Scenario};
@@ -123,6 +124,23 @@ struct CheckArgs {
     /// reduction; states are counted once per (running client, preemptions used).
     #[arg(long, value_name = "K", conflicts_with = "walks")]
     preemptions: Option<u8>,
+    /// Keep the visited set by hash compaction: 32 bits a state (about 5 bytes with the
+    /// table's free slots, where the exact set takes 10.7 to 13.3) in one table of at most MIB
+    /// MiB, allocated at the start (a power of two of 4-byte slots; its pages are taken as
+    /// they are first touched). For spaces whose exact set does not fit in memory. A new state
+    /// may be taken for seen: the check reports the expected number missed (about two at three
+    /// billion states). Gives up, with exit code 2, when 90% of the slots are taken. Our
+    /// search only.
+    #[arg(long, value_name = "MIB", conflicts_with = "walks",
+          value_parser = clap::value_parser!(u32)
+              .range(i64::from(*COMPACT_MIB.start())..=i64::from(*COMPACT_MIB.end())))]
+    compact_mib: Option<u32>,
+    /// Where stderr is not a terminal (a log, CI), print a line of progress to it every this
+    /// many seconds at most (on a terminal a spinner shows it anyway). None by default: logs
+    /// and pipes get the result alone.
+    #[arg(long, value_name = "SECONDS", conflicts_with = "walks",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    progress_secs: Option<u64>,
     /// Write a counterexample, if one is found, as a scenario file (JSON) the simulator replays.
     #[arg(long, value_name = "FILE")]
     export: Option<PathBuf>,
@@ -281,12 +299,20 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         );
         return ExitCode::from(BAD_INPUT);
     }
+    if args.compact_mib.is_some() && args.searcher == SearcherArg::Stateright {
+        eprintln!(
+            "zkharness: --compact-mib compacts our depth-first search's visited set only; drop \
+             --searcher stateright"
+        );
+        return ExitCode::from(BAD_INPUT);
+    }
     let started = Instant::now();
     let limits = Limits {
         max_states: Some(args.max_states),
         max_depth: args.max_depth,
         symmetry: !args.no_symmetry,
         preemptions: args.preemptions,
+        compact_mib: args.compact_mib,
     };
     let searcher = args.searcher.searcher();
     let verdict = if std::io::stderr().is_terminal() {
@@ -305,6 +331,22 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         let verdict = check_searched(&model, limits, searcher, Some(&mut show));
         spinner.finish_and_clear();
         verdict
+    } else if let Some(every) = args.progress_secs {
+        // Lines for a log, where a spinner would be noise: one every `every` seconds at most.
+        let mut last = Instant::now();
+        let mut log = |progress: &Progress| {
+            if last.elapsed().as_secs() >= every {
+                last = Instant::now();
+                eprintln!(
+                    "zkharness: {:.0} s: {} states, {} unique, depth {}",
+                    started.elapsed().as_secs_f64(),
+                    progress.states,
+                    progress.unique_states,
+                    progress.max_depth
+                );
+            }
+        };
+        check_searched(&model, limits, searcher, Some(&mut log))
     } else {
         check_searched(&model, limits, searcher, None)
     };
@@ -344,7 +386,14 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 "gave_up": verdict.gave_up.map(|limit| match limit {
                     GaveUp::States(_) => "max-states",
                     GaveUp::Depth(_) => "max-depth",
+                    GaveUp::VisitedFull(_) => "visited-full",
                 }),
+                "compaction": verdict.compaction.map(|compaction| serde_json::json!({
+                    "mib": args.compact_mib,
+                    "slots": compaction.slots,
+                    "compared": compaction.compared,
+                    "expected_missed": compaction.expected_missed(),
+                })),
                 "result": result,
             }),
         );
@@ -370,6 +419,16 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             seconds,
             per_second
         );
+        if let Some(compaction) = verdict.compaction {
+            say!(
+                "hash compaction: {} slots of 4 bytes, {:.1}% taken; expected states missed: \
+                 {:.2e} (each of {} comparisons with a taken slot is a 2^-32 chance)",
+                compaction.slots,
+                100.0 * verdict.unique_states as f64 / compaction.slots as f64,
+                compaction.expected_missed(),
+                compaction.compared
+            );
+        }
         print_unreached(&verdict.unreached, "a pass says less");
         match (&verdict.violation, &final_state) {
             (Some(violation), Some((state, steps))) => {
@@ -390,8 +449,15 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
             _ => match verdict.gave_up {
                 Some(GaveUp::States(max)) => say!(
                     "INCOMPLETE: no violation in the first {} states; the check gave up at \
-                     --max-states {max}\n(a larger --max-states costs time and about 20 bytes \
-                     a state; fewer --clients or a smaller --faults budget shrink the space)",
+                     --max-states {max}\n(a larger --max-states costs time and 10.7 to 13.3 \
+                     bytes a unique state, or about 5 with --compact-mib; fewer --clients or a \
+                     smaller --faults budget shrink the space)",
+                    verdict.states
+                ),
+                Some(GaveUp::VisitedFull(mib)) => say!(
+                    "INCOMPLETE: no violation in the first {} states; the check gave up when \
+                     {MAX_LOAD_PERCENT}% of the visited set's slots were taken (--compact-mib \
+                     {mib})\n(a larger --compact-mib holds more: 4 bytes a slot)",
                     verdict.states
                 ),
                 Some(GaveUp::Depth(max)) => say!(

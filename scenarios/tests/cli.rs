@@ -114,19 +114,95 @@ fn a_check_can_be_bounded_by_preemptions() {
         stdout.contains("no violation in any schedule with at most 0 preemptions"),
         "{stdout}"
     );
-    let (code, _, stderr) = zkharness(&[
+    let stateright = ["--searcher", "stateright"];
+    let bounded = ["check", "latch", "--preemptions", "1"];
+    refused(
+        &[&bounded[..], &stateright].concat(),
+        "stateright's search has no bound",
+    );
+    refused(&["check", "latch", "--preemptions", "256"], "out of range");
+}
+
+/// Runs `zkharness` with `args`, which it must refuse as bad input (exit code 64) because of
+/// `why`, naming the option (the third of `args`) in what it says.
+fn refused(args: &[&str], why: &str) {
+    let (code, _, stderr) = zkharness(args);
+    assert_eq!(code, 64, "{why}: {args:?}");
+    assert!(stderr.contains(args[2]), "{why}: {stderr}");
+}
+
+#[test]
+fn a_check_can_keep_its_visited_set_compacted() {
+    let job = ["check", "job", "--clients", "2", "--faults", "none"];
+    let args = [&job[..], &["--json", "--compact-mib", "64"]].concat();
+    let (code, stdout, _) = zkharness(&args);
+    assert_eq!(code, 0, "{args:?}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["result"], "pass");
+    assert_eq!(report["unique_states"], 845_042, "as many as the exact set");
+    assert_eq!(report["compaction"]["mib"], 64);
+    assert_eq!(report["compaction"]["slots"], 1 << 24);
+    let missed = report["compaction"]["expected_missed"]
+        .as_f64()
+        .expect("odds");
+    assert!(missed > 0.0 && missed < 1e-3, "{missed}");
+    let (_, stdout, _) = zkharness(&[&job[..], &["--json"]].concat());
+    let exact: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(exact["compaction"], serde_json::Value::Null);
+    // A table too small for the space: the check gives up, and says why and what to do.
+    let (code, stdout, _) = zkharness(&[&job[..], &["--compact-mib", "1"]].concat());
+    assert_eq!(code, 2, "{stdout}");
+    assert!(stdout.contains("hash compaction: 262144 slots"), "{stdout}");
+    assert!(
+        stdout.contains("gave up when 90% of the visited set's slots were taken"),
+        "{stdout}"
+    );
+    let compacted = ["check", "latch", "--compact-mib", "8"];
+    let stateright = ["--searcher", "stateright"];
+    refused(
+        &[&compacted[..], &stateright].concat(),
+        "stateright's search keeps its own set",
+    );
+    refused(&["check", "latch", "--compact-mib", "0"], "out of range");
+}
+
+#[test]
+fn a_long_check_logs_its_progress_when_asked() {
+    let args = [
         "check",
-        "latch",
-        "--preemptions",
+        "job",
+        "--clients",
+        "2",
+        "--faults",
+        "expire=1",
+        "--max-states",
+        "1500000",
+        "--progress-secs",
         "1",
-        "--searcher",
-        "stateright",
-    ]);
-    assert_eq!(code, 64, "stateright's search has no bound");
-    assert!(stderr.contains("--preemptions"), "{stderr}");
-    let (code, _, stderr) = zkharness(&["check", "latch", "--preemptions", "256"]);
-    assert_eq!(code, 64, "out of range");
-    assert!(stderr.contains("--preemptions"), "{stderr}");
+        "--json",
+    ];
+    let (code, stdout, stderr) = zkharness(&args);
+    assert_eq!(code, 2, "gave up at --max-states");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["gave_up"], "max-states");
+    let seconds = report["seconds"].as_f64().expect("seconds");
+    let lines: Vec<&str> = stderr.lines().collect();
+    // One line a second at most, and one once a second has passed (the search reports every
+    // PROGRESS_STATES states, a tenth of a second or so).
+    assert!(lines.len() as f64 <= seconds, "{stderr}");
+    assert!(seconds < 2.0 || !lines.is_empty(), "{seconds} s: {stderr}");
+    for line in lines {
+        assert!(
+            line.starts_with("zkharness: ")
+                && line.contains(" states, ")
+                && line.contains(" unique, depth "),
+            "{line}"
+        );
+    }
+    refused(
+        &["check", "lock", "--progress-secs", "0"],
+        "at least a second",
+    );
 }
 
 #[test]

@@ -18,7 +18,8 @@
 //!   path is one vector, cut back to a popped state's depth and extended by its action, which
 //!   is correct because a depth-first stack pops a state only after everything pushed above it;
 //! - an insert into a sharded concurrent hash set behind a lock, where this search has its own
-//!   table of fingerprints ([`Visited`]);
+//!   table of fingerprints ([`Visited`](super::visited::Visited), or with hash compaction
+//!   [`Compacted`](super::compact::Compacted));
 //! - an atomic counter per state, a look-up of the property's name per state, and building a
 //!   second state to hash (its symmetry representative).
 //!
@@ -42,7 +43,7 @@ use stateright::Model;
 
 use super::preemption::Schedule;
 use super::run::Searched;
-use super::visited::Visited;
+use super::visited::Seen;
 use super::{Action, Limits, Progress, RecipeModel, State, Workload};
 use crate::shared::fixed_hasher;
 
@@ -58,15 +59,16 @@ type Failed<W> = Option<(Vec<Action>, State<W>)>;
 type Pending<W> = (State<W>, Option<Action>, usize, Schedule);
 
 /// Searches `model` depth first within `limits`, until the first state where its invariants
-/// fail ([`RecipeModel::invariants_hold_noting_reached`]) or the end, telling `observer` how far
-/// it has come every [`PROGRESS_STATES`] states: how far it went, and where it failed. `model`
-/// hashes its states as their classes when it reduces by symmetry ([`RecipeModel::symmetric`]).
-pub(super) fn depth_first<W: Workload>(
+/// fail ([`RecipeModel::invariants_hold_noting_reached`]), the end, or `visited` full, telling
+/// `observer` how far it has come every [`PROGRESS_STATES`] states: how far it went, and where
+/// it failed. `model` hashes its states as their classes when it reduces by symmetry
+/// ([`RecipeModel::symmetric`]). `visited` starts empty.
+pub(super) fn depth_first<W: Workload, S: Seen>(
     model: &RecipeModel<W>,
     limits: Limits,
+    visited: &mut S,
     mut observer: Option<&mut (dyn FnMut(&Progress) + '_)>,
 ) -> (Searched, Failed<W>) {
-    let mut visited = Visited::new();
     let mut pending: Vec<Pending<W>> = Vec::new();
     let mut states = 0;
     let bound = limits.preemptions;
@@ -84,13 +86,18 @@ pub(super) fn depth_first<W: Workload>(
     let mut path: Vec<Action> = Vec::new();
     let mut actions: Vec<Action> = Vec::new();
     // A popped state's successors, with their keys in the visited set, hinted to it before
-    // any is inserted (see [`Visited::prefetch`]), then inserted in order.
+    // any is inserted (see [`Seen::prefetch`]), then inserted in order.
     let mut successors: Vec<(State<W>, Action, u64, Schedule)> = Vec::new();
     let mut deepest = 0;
     let mut popped = 0usize;
     let mut violation = None;
+    let mut visited_full = false;
     while let Some((state, action, steps, schedule)) = pending.pop() {
         if limits.max_states.is_some_and(|max| states >= max) {
+            break;
+        }
+        if visited.full() {
+            visited_full = true;
             break;
         }
         deepest = deepest.max(steps);
@@ -140,6 +147,7 @@ pub(super) fn depth_first<W: Workload>(
         states,
         unique_states: visited.len(),
         deepest,
+        visited_full,
     };
     (searched, violation)
 }

@@ -143,13 +143,16 @@
 //! bounded by preemptions ([`Limits::preemptions`]) proves something smaller but exact: no
 //! violation in any schedule in which the server switches away from a client with a request
 //! waiting at most K times, with every fault of the budget at every point (see
-//! `preemption.rs`).
+//! `preemption.rs`). Where the exact visited set is what runs out, hash compaction
+//! ([`Limits::compact_mib`], `compact.rs`) keeps 32 bits a state instead of 64 and the
+//! table's free slots, at a counted risk of taking a new state for seen.
 //!
 //! # Not modelled
 //!
 //! Read lag on followers (one server), reconnection to another server, container reaping, and
 //! time itself (timeouts are timers that may fire at any point).
 
+mod compact;
 mod depth_first;
 mod forget;
 mod job;
@@ -183,11 +186,12 @@ use crate::zookeeper::ZkModel;
 
 use crate::shared::HashCell;
 pub use crate::shared::{Shared, SharedLog, SharedMut};
+pub use compact::{COMPACT_MIB, MAX_LOAD_PERCENT};
 pub use depth_first::PROGRESS_STATES;
 pub use job::{JobApp, JobWorkload, JOB_CYCLES, JOB_ITEMS};
 pub use run::{
-    check, check_observed, check_searched, check_within, find_violation, GaveUp, Limits, Observer,
-    Progress, Searcher, Verdict, Violation, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
+    check, check_observed, check_searched, check_within, find_violation, Compaction, GaveUp,
+    Limits, Observer, Progress, Searcher, Verdict, Violation, PROGRESS_INTERVAL_MS, SHORTEN_STATES,
 };
 pub use walk::{shrink, walk, walk_observed, WalkLimits, WalkVerdict, WalkViolation, LOOP_STEPS};
 pub use workloads::{

@@ -38,7 +38,9 @@ use stateright::{Checker, CheckerBuilder, Expectation, HasDiscoveries, Model};
 
 use zkh_recipes::symmetry::MAX_SYMMETRIC_CLIENTS;
 
+use super::compact::{expected_missed, Compacted};
 use super::depth_first::depth_first;
+use super::visited::Visited;
 use super::{
     judged_bits, representative, shrink, Action, Reached, RecipeModel, Workload, INVARIANTS,
 };
@@ -62,6 +64,10 @@ pub struct Limits {
     /// a bounded search, for spaces too large to search whole. Our depth-first search only,
     /// and without symmetry reduction. None: every schedule.
     pub preemptions: Option<u8>,
+    /// Keep the visited set by hash compaction, 32 bits a state, in one table of this many
+    /// MiB (see `compact.rs`): for spaces whose exact set does not fit in memory. Our
+    /// depth-first search only. None: the exact set.
+    pub compact_mib: Option<u32>,
 }
 
 impl Limits {
@@ -77,6 +83,7 @@ impl Default for Limits {
             max_depth: Limits::DEFAULT_MAX_DEPTH,
             symmetry: true,
             preemptions: None,
+            compact_mib: None,
         }
     }
 }
@@ -104,6 +111,8 @@ pub enum GaveUp {
     States(usize),
     /// Some path reached [`Limits::max_depth`] steps.
     Depth(usize),
+    /// The hash-compacted visited set of [`Limits::compact_mib`] MiB was full.
+    VisitedFull(u32),
 }
 
 /// The outcome of a check.
@@ -127,6 +136,24 @@ pub struct Verdict {
     /// `sometimes` properties that no state reached (a pass with any of these is an empty one;
     /// empty after a violation, where the search stopped early).
     pub unreached: Vec<&'static str>,
+    /// With hash compaction ([`Limits::compact_mib`]), how its table was used.
+    pub compaction: Option<Compaction>,
+}
+
+/// How a search's hash-compacted visited set was used (see `compact.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compaction {
+    /// The table's slots, 4 bytes each.
+    pub slots: usize,
+    /// Comparisons with a taken slot: over 2³², the expected number of states missed.
+    pub compared: u64,
+}
+
+impl Compaction {
+    /// The expected number of new states the search took for seen (an upper bound).
+    pub fn expected_missed(&self) -> f64 {
+        expected_missed(self.compared)
+    }
 }
 
 /// How far a search has come, for a progress display.
@@ -218,6 +245,7 @@ pub fn find_violation<W: Workload>(model: &RecipeModel<W>) -> Option<Violation> 
         max_depth: usize::MAX,
         symmetry: false,
         preemptions: None,
+        compact_mib: None,
     };
     let mut violation = search(model, Order::BreadthFirst, unlimited, None).violation?;
     violation.path = shortest(model, violation.property, &violation.path);
@@ -284,14 +312,29 @@ fn ours<W: Workload>(
 ) -> Verdict {
     let reached = Reached::default();
     let searched = searching_copy(model, symmetry, true, &reached);
-    let (searched, failed) = depth_first(&searched, limits, observer);
+    let mut compaction = None;
+    let (searched, failed) = match limits.compact_mib {
+        None => depth_first(&searched, limits, &mut Visited::new(), observer),
+        Some(mib) => {
+            let mut visited = Compacted::new(mib);
+            let found = depth_first(&searched, limits, &mut visited, observer);
+            compaction = Some(Compaction {
+                slots: visited.slots(),
+                compared: visited.compared(),
+            });
+            found
+        }
+    };
     let violation = failed.map(|(path, state)| Violation {
         property: model.first_broken_invariant(&state),
         found_steps: path.len(),
         path,
         shortest: true,
     });
-    searched.verdict::<W>(limits, symmetry, violation, &reached)
+    Verdict {
+        compaction,
+        ..searched.verdict::<W>(limits, symmetry, violation, &reached)
+    }
 }
 
 /// How far a search went: the counts a [`Verdict`] reports.
@@ -302,6 +345,8 @@ pub(super) struct Searched {
     pub unique_states: usize,
     /// The deepest state popped, in steps (past [`Limits::max_depth`] if it skipped some).
     pub deepest: usize,
+    /// Whether the search stopped because its visited set was full (see `compact.rs`).
+    pub visited_full: bool,
 }
 
 impl Searched {
@@ -316,6 +361,8 @@ impl Searched {
     ) -> Verdict {
         let gave_up = if violation.is_some() {
             None
+        } else if let (true, Some(mib)) = (self.visited_full, limits.compact_mib) {
+            Some(GaveUp::VisitedFull(mib))
         } else if self.deepest > limits.max_depth {
             Some(GaveUp::Depth(limits.max_depth))
         } else {
@@ -344,6 +391,7 @@ impl Searched {
             complete,
             gave_up,
             unreached,
+            compaction: None,
         }
     }
 }
@@ -360,8 +408,8 @@ fn search<W: Workload>(
         return ours(model, symmetry, limits, observer);
     }
     assert!(
-        limits.preemptions.is_none(),
-        "only our depth-first search bounds preemptions"
+        limits.preemptions.is_none() && limits.compact_mib.is_none(),
+        "only our depth-first search bounds preemptions or compacts its visited set"
     );
     // stateright looks each property up once per state: the invariants as one cost one lookup.
     // It counts the initial state as depth 1 and skips states at the target depth.
@@ -390,6 +438,7 @@ fn search<W: Workload>(
         unique_states: checker.unique_state_count(),
         // The deepest state popped, in steps: one at the target depth means some were skipped.
         deepest: checker.max_depth().saturating_sub(1),
+        visited_full: false,
     };
     searched.verdict::<W>(limits, symmetry, violation, &reached)
 }

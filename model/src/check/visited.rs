@@ -19,6 +19,8 @@
 //! standard checks' 11 million, about 3% at a billion). stateright's own searches take the same
 //! risk. Zero marks an empty slot, so a fingerprint of zero is stored as one.
 
+use super::compact::Compacted;
+
 /// How many tables a set has (a power of two): its fingerprints' top bits pick one.
 pub(super) const SHARDS: usize = 64;
 
@@ -69,16 +71,7 @@ impl Visited {
     pub(super) fn prefetch(&self, fingerprint: u64) {
         let fingerprint = fingerprint.max(1);
         let slots = &self.tables[shard(fingerprint)].slots;
-        let first: *const u64 = &slots[first_slot(fingerprint, slots.len())];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch reads nothing the program sees and cannot fault; `first` points
-        // into the table in any case.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(first.cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = first;
+        prefetch(&slots[first_slot(fingerprint, slots.len())]);
     }
 
     /// Adds `fingerprint`; false if it was there already.
@@ -92,6 +85,63 @@ impl Visited {
         table.taken += usize::from(new);
         self.len += usize::from(new);
         new
+    }
+}
+
+/// Asks the processor to fetch the cache line of `slot`, without waiting for it.
+pub(super) fn prefetch<T>(slot: &T) {
+    let slot: *const T = slot;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing the program sees and cannot fault; `slot` points into a
+    // table in any case.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(slot.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = slot;
+}
+
+/// What a depth-first search asks of its set of fingerprints seen: the exact [`Visited`], or
+/// the 32-bit [`Compacted`] one.
+pub(super) trait Seen {
+    /// Hints `fingerprint`'s first slot to the processor.
+    fn prefetch(&self, fingerprint: u64);
+    /// Adds `fingerprint`; false if it was there (or, compacted, taken to be).
+    fn insert(&mut self, fingerprint: u64) -> bool;
+    /// How many fingerprints the set holds.
+    fn len(&self) -> usize;
+    /// Whether the search must stop because the set can take no more.
+    fn full(&self) -> bool;
+}
+
+impl Seen for Visited {
+    fn prefetch(&self, fingerprint: u64) {
+        Visited::prefetch(self, fingerprint);
+    }
+    fn insert(&mut self, fingerprint: u64) -> bool {
+        Visited::insert(self, fingerprint)
+    }
+    fn len(&self) -> usize {
+        Visited::len(self)
+    }
+    fn full(&self) -> bool {
+        false
+    }
+}
+
+impl Seen for Compacted {
+    fn prefetch(&self, fingerprint: u64) {
+        Compacted::prefetch(self, fingerprint);
+    }
+    fn insert(&mut self, fingerprint: u64) -> bool {
+        Compacted::insert(self, fingerprint)
+    }
+    fn len(&self) -> usize {
+        Compacted::len(self)
+    }
+    fn full(&self) -> bool {
+        Compacted::full(self)
     }
 }
 

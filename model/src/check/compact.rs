@@ -1,0 +1,214 @@
+//! Hash compaction: a visited set of 32 bits a state, for spaces whose exact set does not fit.
+//!
+//! # The table
+//!
+//! One table of 2^b 32-bit slots, allocated once at the start (its pages are faulted in as
+//! they are first touched). A fingerprint's top b bits pick its first slot, and its low 32 bits
+//! are what the slot keeps; a taken slot sends it to the next one (linear probing). Zero marks
+//! an empty slot, so a low half of zero is kept as one. Nothing grows: the search gives up when
+//! [`MAX_LOAD_PERCENT`] of the slots are taken, where probes start to get long.
+//!
+//! # What it costs in certainty
+//!
+//! The exact set ([`Visited`](super::visited::Visited)) keeps whole fingerprints at 10.7 to
+//! 13.3 bytes a state; this keeps 4 bytes in a slot, and a state costs 4.7 to 6 bytes at the
+//! loads a big search runs at. The price: a slot is compared on its low 32 bits alone, so a new
+//! state whose probe passes a slot with the same low bits is taken for seen and not explored
+//! (its successors usually are, from other states). Each comparison with a taken slot of
+//! another state does that with a chance of 2⁻³² (fingerprints are uniform), so the table
+//! counts its comparisons, and their number over 2³² is the expected number of states missed
+//! ([`Compaction::expected_missed`](super::Compaction::expected_missed)): at three billion states, about two. (The exact set is not
+//! certain either: two states can share a 64-bit fingerprint, about n² / 2⁶⁵ for n states.)
+//! This is Wolper and Leroy's hash compaction, as SPIN offers it; SPIN's bitstate hashing,
+//! with one bit a state, misses far more for the same memory.
+
+use std::ops::RangeInclusive;
+
+/// The share of slots taken at which a search with this table gives up (linear probing's
+/// probes of a new state average about 50 slots at 90%).
+pub const MAX_LOAD_PERCENT: usize = 90;
+
+/// The sizes of table a check may ask for, in MiB (1 MiB to 64 GiB).
+pub const COMPACT_MIB: RangeInclusive<u32> = 1..=65_536;
+
+/// The visited set as one table of 32-bit slots (see the module docs).
+#[derive(Debug)]
+pub(super) struct Compacted {
+    slots: Vec<u32>,
+    /// A fingerprint shifted right by this many bits is its first slot.
+    shift: u32,
+    len: usize,
+    /// Comparisons with a taken slot, over every look-up.
+    compared: u64,
+}
+
+impl Compacted {
+    /// A table of the largest power of two of slots that fits in `mib` MiB (at least one
+    /// MiB).
+    pub(super) fn new(mib: u32) -> Compacted {
+        let slots = ((mib.max(1) as usize) << 20) / std::mem::size_of::<u32>();
+        let slots = 1usize << slots.ilog2();
+        let table = vec![0; slots];
+        huge_pages(&table);
+        Compacted {
+            slots: table,
+            shift: 64 - slots.trailing_zeros(),
+            len: 0,
+            compared: 0,
+        }
+    }
+
+    /// How many fingerprints are in the set.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// How many slots the table has.
+    pub(super) fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether [`MAX_LOAD_PERCENT`] of the slots are taken: a search gives up here.
+    pub(super) fn full(&self) -> bool {
+        self.len * 100 >= self.slots.len() * MAX_LOAD_PERCENT
+    }
+
+    /// How many comparisons with a taken slot the look-ups made so far.
+    pub(super) fn compared(&self) -> u64 {
+        self.compared
+    }
+
+    /// Asks the processor to fetch `fingerprint`'s first slot, without waiting for it (see
+    /// [`Visited::prefetch`](super::visited::Visited::prefetch)).
+    pub(super) fn prefetch(&self, fingerprint: u64) {
+        super::visited::prefetch(&self.slots[self.first_slot(fingerprint)]);
+    }
+
+    /// Adds `fingerprint`; false if a slot on its probe holds its low 32 bits already.
+    ///
+    /// # Panics
+    ///
+    /// If every slot is taken: the search gives up long before ([`Compacted::full`]).
+    pub(super) fn insert(&mut self, fingerprint: u64) -> bool {
+        let kept = (fingerprint as u32).max(1);
+        let mut slot = self.first_slot(fingerprint);
+        for _ in 0..self.slots.len() {
+            match self.slots[slot] {
+                0 => {
+                    self.slots[slot] = kept;
+                    self.len += 1;
+                    return true;
+                }
+                taken => {
+                    self.compared += 1;
+                    if taken == kept {
+                        return false;
+                    }
+                }
+            }
+            slot = (slot + 1) & (self.slots.len() - 1);
+        }
+        panic!("a compacted visited set was filled to its last slot: the search must stop first");
+    }
+
+    fn first_slot(&self, fingerprint: u64) -> usize {
+        // `shift` is 64 only for a table of one slot, which `new` never makes.
+        (fingerprint >> self.shift) as usize
+    }
+}
+
+/// Asks Linux to back `table` with 2 MiB pages where it can: a look-up lands on a random
+/// slot, and with 4 KiB pages nearly every one also misses the processor's page cache (the
+/// TLB) and, the first time, faults a page in.
+fn huge_pages(table: &[u32]) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: advice only: it changes how the kernel backs the pages of a live allocation we
+    // own, never their contents; a refusal (an error code) is ignored.
+    unsafe {
+        libc::madvise(
+            table.as_ptr() as *mut libc::c_void,
+            std::mem::size_of_val(table),
+            libc::MADV_HUGEPAGE,
+        );
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = table;
+}
+
+/// The expected number of new states taken for seen after `compared` comparisons with taken
+/// slots: each is a 2⁻³² chance (an upper bound: a comparison with a state's own slot counts
+/// too).
+pub(super) fn expected_missed(compared: u64) -> f64 {
+    compared as f64 / 2f64.powi(32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{expected_missed, Compacted, MAX_LOAD_PERCENT};
+
+    /// A well-spread fingerprint for `i` (splitmix64's finalizer).
+    fn spread(i: u64) -> u64 {
+        let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    #[test]
+    fn a_table_is_the_largest_power_of_two_of_slots_that_fits() {
+        assert_eq!(Compacted::new(1).slots(), 1 << 18);
+        assert_eq!(Compacted::new(3).slots(), 1 << 19);
+        assert_eq!(Compacted::new(0).slots(), 1 << 18, "at least one MiB");
+    }
+
+    #[test]
+    fn a_fingerprint_is_new_once_until_the_table_is_full() {
+        let mut table = Compacted::new(1);
+        let slots = table.slots();
+        let mut added = 0;
+        while !table.full() {
+            let f = spread(added as u64);
+            table.prefetch(f);
+            assert!(table.insert(f), "{f:#x} is new");
+            added += 1;
+        }
+        assert_eq!(added, (slots * MAX_LOAD_PERCENT).div_ceil(100));
+        assert_eq!(table.len(), added);
+        for i in 0..added as u64 {
+            assert!(!table.insert(spread(i)), "{i} was seen");
+        }
+        assert_eq!(table.len(), added);
+        // Each look-up compared at least its own slot; with long probes at 90%, far more.
+        assert!(table.compared() > 2 * added as u64, "{}", table.compared());
+        assert!(expected_missed(table.compared()) < 1e-2);
+    }
+
+    #[test]
+    fn only_the_first_slot_and_the_low_half_tell_fingerprints_apart() {
+        let mut table = Compacted::new(1);
+        let bits = table.slots().trailing_zeros();
+        let f = 0x1234_5678_9abc_def0u64;
+        assert!(table.insert(f));
+        // The middle bits are not kept: this is the miss the comparisons count.
+        let middle = 1u64 << 40;
+        assert!(
+            64 - bits > 40,
+            "bit 40 is above the low half and below the slot bits"
+        );
+        assert!(!table.insert(f ^ middle), "taken for seen");
+        // Another low half, or another first slot, is another state.
+        assert!(table.insert(f ^ 1));
+        assert!(table.insert(f ^ 1 << 63));
+        // A low half of zero is kept as one.
+        assert!(table.insert(0));
+        assert!(!table.insert(1), "zero is kept as one");
+        assert_eq!(table.len(), 4);
+    }
+
+    #[test]
+    fn the_expected_misses_are_the_comparisons_over_two_to_the_32() {
+        assert_eq!(expected_missed(0), 0.0);
+        assert_eq!(expected_missed(1 << 32), 1.0);
+        assert_eq!(expected_missed(3 << 31), 1.5);
+    }
+}
