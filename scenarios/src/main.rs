@@ -124,8 +124,8 @@ struct CheckArgs {
     /// reduction; states are counted once per (running client, preemptions used).
     #[arg(long, value_name = "K", conflicts_with = "walks")]
     preemptions: Option<u8>,
-    /// Keep the visited set by hash compaction: 32 bits a state (about 5 bytes with the
-    /// table's free slots, where the exact set takes 10.7 to 13.3) in one table of at most MIB
+    /// Keep the visited set by hash compaction: 32 bits a state (4.4 bytes at the 90% load
+    /// where the check stops, where the exact set takes 10.7 to 13.3) in one table of at most MIB
     /// MiB, allocated at the start (a power of two of 4-byte slots; its pages are taken as
     /// they are first touched). For spaces whose exact set does not fit in memory. A new state
     /// may be taken for seen: the check reports the expected number missed (about two at three
@@ -450,7 +450,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 Some(GaveUp::States(max)) => say!(
                     "INCOMPLETE: no violation in the first {} states; the check gave up at \
                      --max-states {max}\n(a larger --max-states costs time and 10.7 to 13.3 \
-                     bytes a unique state, or about 5 with --compact-mib; fewer --clients or a \
+                     bytes a unique state, or 4 a slot with --compact-mib; fewer --clients or a \
                      smaller --faults budget shrink the space)",
                     verdict.states
                 ),
