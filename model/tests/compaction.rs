@@ -61,12 +61,9 @@ fn a_compacted_search_passes_where_the_exact_one_does_with_the_same_counts() {
     let verdict = same_as_exact(&job, Limits::default(), 64);
     assert_eq!(verdict.unique_states, 845_042);
     let Compaction { slots, compared } = verdict.compaction.expect("compacted");
-    // Every look-up compares at least the slot of a state seen before; few compare more.
-    let repeats = (verdict.states - verdict.unique_states) as u64;
-    assert!(
-        (repeats..repeats * 2).contains(&compared),
-        "{compared} comparisons for {repeats} repeats"
-    );
+    // In a table 5% full, a new state's probe passes a taken slot about one time in twenty.
+    let passed = compared as f64 / verdict.unique_states as f64;
+    assert!((0.01..0.1).contains(&passed), "{passed}");
     assert!(verdict.compaction.expect("compacted").expected_missed() < 1e-3);
     assert_eq!(slots, 1 << 24);
 }

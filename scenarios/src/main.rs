@@ -128,7 +128,7 @@ struct CheckArgs {
     /// where the check stops, where the exact set takes 10.7 to 13.3) in one table of at most MIB
     /// MiB, allocated at the start (a power of two of 4-byte slots; its pages are taken as
     /// they are first touched). For spaces whose exact set does not fit in memory. A new state
-    /// may be taken for seen: the check reports the expected number missed (about two at three
+    /// may be taken for seen: the check reports the expected number missed (about one at three
     /// billion states). Gives up, with exit code 2, when 90% of the slots are taken. Our
     /// search only.
     #[arg(long, value_name = "MIB", conflicts_with = "walks",
@@ -422,7 +422,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         if let Some(compaction) = verdict.compaction {
             say!(
                 "hash compaction: {} slots of 4 bytes, {:.1}% taken; expected states missed: \
-                 {:.2e} (each of {} comparisons with a taken slot is a 2^-32 chance)",
+                 {:.2e} (new states' probes passed {} taken slots, each a 2^-32 chance)",
                 compaction.slots,
                 100.0 * verdict.unique_states as f64 / compaction.slots as f64,
                 compaction.expected_missed(),
