@@ -145,12 +145,13 @@ pub struct Verdict {
 pub struct Compaction {
     /// The table's slots, 4 bytes each.
     pub slots: usize,
-    /// Comparisons with a taken slot: over 2³², the expected number of states missed.
+    /// Taken slots the probes of new states passed: over 2³², the expected number of states
+    /// missed.
     pub compared: u64,
 }
 
 impl Compaction {
-    /// The expected number of new states the search took for seen (an upper bound).
+    /// The expected number of new states the search took for seen.
     pub fn expected_missed(&self) -> f64 {
         expected_missed(self.compared)
     }
