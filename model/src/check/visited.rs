@@ -19,8 +19,6 @@
 //! standard checks' 11 million, about 3% at a billion). stateright's own searches take the same
 //! risk. Zero marks an empty slot, so a fingerprint of zero is stored as one.
 
-use super::compact::Compacted;
-
 /// How many tables a set has (a power of two): its fingerprints' top bits pick one.
 pub(super) const SHARDS: usize = 64;
 
@@ -57,9 +55,11 @@ impl Visited {
             len: 0,
         }
     }
+}
 
+impl Seen for Visited {
     /// How many fingerprints are in the set.
-    pub(super) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.len
     }
 
@@ -68,14 +68,14 @@ impl Visited {
     /// the first, so that their cache misses overlap (each is a random place in a set of
     /// hundreds of megabytes). Only a hint: a table that grows in between is not wrong, only
     /// slower.
-    pub(super) fn prefetch(&self, fingerprint: u64) {
+    fn prefetch(&self, fingerprint: u64) {
         let fingerprint = fingerprint.max(1);
         let slots = &self.tables[shard(fingerprint)].slots;
         prefetch(&slots[first_slot(fingerprint, slots.len())]);
     }
 
     /// Adds `fingerprint`; false if it was there already.
-    pub(super) fn insert(&mut self, fingerprint: u64) -> bool {
+    fn insert(&mut self, fingerprint: u64) -> bool {
         let fingerprint = fingerprint.max(1);
         let table = &mut self.tables[shard(fingerprint)];
         if (table.taken + 1) * 4 > table.slots.len() * 3 {
@@ -85,6 +85,11 @@ impl Visited {
         table.taken += usize::from(new);
         self.len += usize::from(new);
         new
+    }
+
+    /// Never: the set grows as it must.
+    fn full(&self) -> bool {
+        false
     }
 }
 
@@ -103,7 +108,7 @@ pub(super) fn prefetch<T>(slot: &T) {
 }
 
 /// What a depth-first search asks of its set of fingerprints seen: the exact [`Visited`], or
-/// the 32-bit [`Compacted`] one.
+/// the 32-bit [`Compacted`](super::compact::Compacted) one.
 pub(super) trait Seen {
     /// Hints `fingerprint`'s first slot to the processor.
     fn prefetch(&self, fingerprint: u64);
@@ -113,36 +118,6 @@ pub(super) trait Seen {
     fn len(&self) -> usize;
     /// Whether the search must stop because the set can take no more.
     fn full(&self) -> bool;
-}
-
-impl Seen for Visited {
-    fn prefetch(&self, fingerprint: u64) {
-        Visited::prefetch(self, fingerprint);
-    }
-    fn insert(&mut self, fingerprint: u64) -> bool {
-        Visited::insert(self, fingerprint)
-    }
-    fn len(&self) -> usize {
-        Visited::len(self)
-    }
-    fn full(&self) -> bool {
-        false
-    }
-}
-
-impl Seen for Compacted {
-    fn prefetch(&self, fingerprint: u64) {
-        Compacted::prefetch(self, fingerprint);
-    }
-    fn insert(&mut self, fingerprint: u64) -> bool {
-        Compacted::insert(self, fingerprint)
-    }
-    fn len(&self) -> usize {
-        Compacted::len(self)
-    }
-    fn full(&self) -> bool {
-        Compacted::full(self)
-    }
 }
 
 impl Table {
@@ -185,7 +160,7 @@ fn place(slots: &mut [u64], fingerprint: u64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Visited, SHARDS};
+    use super::{Seen, Visited, SHARDS};
 
     #[test]
     fn a_fingerprint_is_new_once_through_every_growth() {
