@@ -417,6 +417,7 @@ const JOB_THREE_ITEMS_LIMITS: Limits = Limits {
     symmetry: true,
     preemptions: None,
     compact_mib: None,
+    threads: 1,
 };
 
 /// The correct job over three items and two cycles, one instance crashing at any idle moment:

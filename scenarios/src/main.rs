@@ -135,6 +135,15 @@ struct CheckArgs {
           value_parser = clap::value_parser!(u32)
               .range(i64::from(*COMPACT_MIB.start())..=i64::from(*COMPACT_MIB.end())))]
     compact_mib: Option<u32>,
+    /// Run the depth-first search on this many threads, sharing one visited set (either
+    /// search; with `--compact-mib` too). One, the default, is deterministic in every count and
+    /// counterexample. More explore the same states and give the same verdict, and when the
+    /// search finishes the same counts, sooner where there are the cores; where it gives up
+    /// (a limit, a full table) the counts, and a counterexample too long to shorten, depend on
+    /// the threads' timing.
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "walks",
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: u16,
     /// Where stderr is not a terminal (a log, CI), print a line of progress to it every this
     /// many seconds at most (on a terminal a spinner shows it anyway). None by default: logs
     /// and pipes get the result alone.
@@ -313,6 +322,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
         symmetry: !args.no_symmetry,
         preemptions: args.preemptions,
         compact_mib: args.compact_mib,
+        threads: usize::from(args.threads),
     };
     let searcher = args.searcher.searcher();
     let verdict = if std::io::stderr().is_terminal() {
@@ -380,6 +390,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 "searcher": args.searcher.name(),
                 "symmetry": verdict.symmetry,
                 "preemptions": args.preemptions,
+                "threads": args.threads,
                 "seconds": seconds,
                 "states_per_sec": per_second.round(),
                 "sometimes_unreached": verdict.unreached,
@@ -410,6 +421,10 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                              counted once"
                 .to_owned(),
             (None, false) => "depth first".to_owned(),
+        };
+        let search = match args.threads {
+            1 => search,
+            threads => format!("{search}; on {threads} threads"),
         };
         say!(
             "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s ({search})",

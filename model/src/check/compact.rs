@@ -25,10 +25,20 @@
 //! either: two states can share a 64-bit fingerprint, about n² / 2⁶⁵ for n states.)
 //! This is Wolper and Leroy's hash compaction, as SPIN offers it; SPIN's bitstate hashing,
 //! with one bit a state, misses far more for the same memory.
+//!
+//! # Shared by threads
+//!
+//! The threads of a parallel search ([`parallel`](super::parallel)) insert into one table
+//! without a lock: a thread claims an empty slot by a compare-and-swap from zero, and one that
+//! loses the race reads what the winner wrote there and goes on probing from it. Slots are
+//! only ever filled, never emptied or moved, so a probe never misses a value written before it
+//! began. Each thread counts what it added and compared on its own and adds that to the
+//! table's counts now and then ([`SharedSeen::settle`]).
 
 use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::visited::Seen;
+use super::visited::{Seen, SharedSeen, Tally};
 
 /// The share of slots taken at which a search with this table gives up (linear probing's
 /// probes of a new state average about 50 slots at 90%).
@@ -40,12 +50,12 @@ pub const COMPACT_MIB: RangeInclusive<u32> = 1..=65_536;
 /// The visited set as one table of 32-bit slots (see the module docs).
 #[derive(Debug)]
 pub(super) struct Compacted {
-    slots: Vec<u32>,
+    slots: Vec<AtomicU32>,
     /// A fingerprint shifted right by this many bits is its first slot.
     shift: u32,
-    len: usize,
+    len: AtomicUsize,
     /// Taken slots passed by the probes that ended in an insert.
-    compared: u64,
+    compared: AtomicU64,
 }
 
 impl Compacted {
@@ -54,13 +64,13 @@ impl Compacted {
     pub(super) fn new(mib: u32) -> Compacted {
         let slots = ((mib.max(1) as usize) << 20) / std::mem::size_of::<u32>();
         let slots = 1usize << slots.ilog2();
-        let table = vec![0; slots];
+        let table = zeroed_atomics(slots);
         huge_pages(&table);
         Compacted {
             slots: table,
             shift: 64 - slots.trailing_zeros(),
-            len: 0,
-            compared: 0,
+            len: AtomicUsize::new(0),
+            compared: AtomicU64::new(0),
         }
     }
 
@@ -71,53 +81,112 @@ impl Compacted {
 
     /// How many taken slots the probes of new states passed so far.
     pub(super) fn compared(&self) -> u64 {
-        self.compared
+        self.compared.load(Ordering::Relaxed)
     }
 
     fn first_slot(&self, fingerprint: u64) -> usize {
         // `shift` is 64 only for a table of one slot, which `new` never makes.
         (fingerprint >> self.shift) as usize
     }
+
+    /// Probes for `fingerprint`'s low half from its first slot, filling the first empty slot
+    /// with `fill` (which says whether it did, or what another thread put there first); the
+    /// number of taken slots passed if it filled one, none if a slot held the low half.
+    ///
+    /// # Panics
+    ///
+    /// If every slot is taken: the search gives up long before ([`Compacted::full`]).
+    fn probe(
+        &self,
+        fingerprint: u64,
+        fill: impl Fn(&AtomicU32, u32) -> Result<(), u32>,
+    ) -> Option<u64> {
+        let kept = (fingerprint as u32).max(1);
+        let mut slot = self.first_slot(fingerprint);
+        for passed in 0..self.slots.len() as u64 {
+            let mut held = self.slots[slot].load(Ordering::Relaxed);
+            if held == 0 {
+                match fill(&self.slots[slot], kept) {
+                    Ok(()) => return Some(passed),
+                    Err(filled) => held = filled,
+                }
+            }
+            if held == kept {
+                return None;
+            }
+            slot = (slot + 1) & (self.slots.len() - 1);
+        }
+        panic!("a compacted visited set was filled to its last slot: the search must stop first");
+    }
+}
+
+/// `len` atomic words of zero, allocated zeroed (as `vec![0; len]` is): the kernel hands out
+/// zeroed pages as they are first touched, where making each atomic would write the whole
+/// table at the start.
+fn zeroed_atomics(len: usize) -> Vec<AtomicU32> {
+    let zeroed = std::mem::ManuallyDrop::new(vec![0u32; len]);
+    let (pointer, len, capacity) = (zeroed.as_ptr(), zeroed.len(), zeroed.capacity());
+    // SAFETY: `AtomicU32` has the size, alignment and bit validity of `u32`, so the allocation
+    // of `len` zeroed `u32`s (given up by `zeroed`, which is never dropped) is one of `len`
+    // zeroed `AtomicU32`s, with the same layout to free it by.
+    unsafe { Vec::from_raw_parts(pointer.cast_mut().cast::<AtomicU32>(), len, capacity) }
 }
 
 impl Seen for Compacted {
     /// How many fingerprints are in the set.
     fn len(&self) -> usize {
-        self.len
+        self.len.load(Ordering::Relaxed)
     }
 
     /// Whether [`MAX_LOAD_PERCENT`] of the slots are taken: a search gives up here.
     fn full(&self) -> bool {
-        self.len * 100 >= self.slots.len() * MAX_LOAD_PERCENT
+        self.len() * 100 >= self.slots.len() * MAX_LOAD_PERCENT
     }
 
     /// Asks the processor to fetch `fingerprint`'s first slot, without waiting for it (see
     /// [`Visited::prefetch`](super::visited::Visited::prefetch)).
-    fn prefetch(&self, fingerprint: u64) {
-        super::visited::prefetch(&self.slots[self.first_slot(fingerprint)]);
+    fn prefetch(&mut self, fingerprint: u64) {
+        self.prefetch_shared(fingerprint);
     }
 
     /// Adds `fingerprint`; false if a slot on its probe holds its low 32 bits already.
-    ///
-    /// # Panics
-    ///
-    /// If every slot is taken: the search gives up long before ([`Compacted::full`]).
     fn insert(&mut self, fingerprint: u64) -> bool {
-        let kept = (fingerprint as u32).max(1);
-        let mut slot = self.first_slot(fingerprint);
-        for passed in 0..self.slots.len() {
-            match self.slots[slot] {
-                0 => {
-                    self.slots[slot] = kept;
-                    self.len += 1;
-                    self.compared += passed as u64;
-                    return true;
-                }
-                taken if taken == kept => return false,
-                _ => slot = (slot + 1) & (self.slots.len() - 1),
-            }
-        }
-        panic!("a compacted visited set was filled to its last slot: the search must stop first");
+        // One thread: a plain store fills the slot.
+        let fill = |slot: &AtomicU32, kept| {
+            slot.store(kept, Ordering::Relaxed);
+            Ok(())
+        };
+        let Some(passed) = self.probe(fingerprint, fill) else {
+            return false;
+        };
+        *self.len.get_mut() += 1;
+        *self.compared.get_mut() += passed;
+        true
+    }
+}
+
+impl SharedSeen for Compacted {
+    fn prefetch_shared(&self, fingerprint: u64) {
+        super::visited::prefetch(&self.slots[self.first_slot(fingerprint)]);
+    }
+
+    /// [`Seen::insert`], claiming the empty slot by a compare-and-swap (see the module docs).
+    fn insert_shared(&self, fingerprint: u64, tally: &mut Tally) -> bool {
+        let fill = |slot: &AtomicU32, kept| {
+            (slot.compare_exchange(0, kept, Ordering::Relaxed, Ordering::Relaxed)).map(|_| ())
+        };
+        let Some(passed) = self.probe(fingerprint, fill) else {
+            return false;
+        };
+        tally.added += 1;
+        tally.compared += passed;
+        true
+    }
+
+    fn settle(&self, tally: &mut Tally) {
+        let Tally { added, compared } = std::mem::take(tally);
+        self.len.fetch_add(added, Ordering::Relaxed);
+        self.compared.fetch_add(compared, Ordering::Relaxed);
     }
 }
 
@@ -126,7 +195,7 @@ impl Seen for Compacted {
 /// this machine it measured no faster (a 16 GiB table ran at about 295,000 states a second
 /// over its first 22 million states either way: zeroing the pages on first touch dominates);
 /// it is kept because it costs nothing.
-fn huge_pages(table: &[u32]) {
+fn huge_pages(table: &[AtomicU32]) {
     #[cfg(target_os = "linux")]
     // SAFETY: advice only: it changes how the kernel backs the pages of a live allocation we
     // own, never their contents; a refusal (an error code) is ignored.

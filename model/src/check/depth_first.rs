@@ -32,7 +32,8 @@
 //! Not here, because no check needs it: stateright's `eventually` bookkeeping (a check's
 //! liveness properties are invariants judged at quiescent states, see the module docs of
 //! [`check`](super)), `sometimes` properties (noted by the invariants' check instead), visitors,
-//! and more than one thread (on this 2-core machine, more threads were slower). Nor sleep sets:
+//! and more than one thread (which `parallel.rs` runs this same loop on, for
+//! [`Limits::threads`] above one). Nor sleep sets:
 //! two clients' steps often commute (the README measures 86% of such pairs along random walks),
 //! but with a visited set, sleep sets must be kept per state and states revisited with a
 //! smaller one explored again, and what they save is states generated again, not states.
@@ -52,11 +53,11 @@ use crate::shared::fixed_hasher;
 pub const PROGRESS_STATES: usize = 1 << 16;
 
 /// The first state popped where an invariant failed, and the path to it.
-type Failed<W> = Option<(Vec<Action>, State<W>)>;
+pub(super) type Failed<W> = Option<(Vec<Action>, State<W>)>;
 
 /// A state to expand: the state, the action that made it (none for an initial state), its
 /// depth in steps, and its tag in a search bounded by preemptions.
-type Pending<W> = (State<W>, Option<Action>, usize, Schedule);
+pub(super) type Pending<W> = (State<W>, Option<Action>, usize, Schedule);
 
 /// Searches `model` depth first within `limits`, until the first state where its invariants
 /// fail ([`RecipeModel::invariants_hold_noting_reached`]), the end, or `visited` full, telling
@@ -71,15 +72,9 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
 ) -> (Searched, Failed<W>) {
     let mut pending: Vec<Pending<W>> = Vec::new();
     let mut states = 0;
-    let bound = limits.preemptions;
-    // In a bounded search a state is seen once per tag (see `preemption.rs`).
-    let key = |schedule: Schedule, fingerprint: u64| match bound {
-        Some(_) => schedule.key(fingerprint),
-        None => fingerprint,
-    };
     for state in model.init_states() {
         states += 1;
-        if visited.insert(key(Schedule::default(), fingerprint(&state))) {
+        if visited.insert(key(limits, Schedule::default(), fingerprint(&state))) {
             pending.push((state, None, 0, Schedule::default()));
         }
     }
@@ -87,7 +82,7 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
     let mut actions: Vec<Action> = Vec::new();
     // A popped state's successors, with their keys in the visited set, hinted to it before
     // any is inserted (see [`Seen::prefetch`]), then inserted in order.
-    let mut successors: Vec<(State<W>, Action, u64, Schedule)> = Vec::new();
+    let mut successors: Successors<W> = Vec::new();
     let mut deepest = 0;
     let mut popped = 0usize;
     let mut violation = None;
@@ -120,23 +115,10 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
             violation = Some((path, state));
             break;
         }
-        model.actions(&state, &mut actions);
-        for action in actions.drain(..) {
-            let schedule = match bound {
-                None => schedule,
-                Some(bound) => match schedule.after(&state, &action, bound) {
-                    Some(after) => after,
-                    None => continue,
-                },
-            };
-            let Some(next) = model.next_state(&state, action.clone()) else {
-                continue;
-            };
-            states += 1;
-            let key = key(schedule, fingerprint(&next));
-            visited.prefetch(key);
-            successors.push((next, action, key, schedule));
-        }
+        let expanding = (model, limits, &state, schedule);
+        states += expand(expanding, &mut actions, &mut successors, |key| {
+            visited.prefetch(key)
+        });
         for (next, action, key, schedule) in successors.drain(..) {
             if visited.insert(key) {
                 pending.push((next, Some(action), steps + 1, schedule));
@@ -152,9 +134,51 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
     (searched, violation)
 }
 
+/// A state's successors, each with its action, key and tag.
+pub(super) type Successors<W> = Vec<(State<W>, Action, u64, Schedule)>;
+
+/// Puts in `successors` the successors of `state` (tagged `schedule`) in `model`, within the
+/// preemption bound of `limits`, each with the action that makes it, its key in the visited set
+/// and its tag, hinting each key to `prefetch` before any is inserted (see [`Seen::prefetch`]);
+/// returns how many it made. `actions` is room to list the actions in.
+pub(super) fn expand<W: Workload>(
+    (model, limits, state, schedule): (&RecipeModel<W>, Limits, &State<W>, Schedule),
+    actions: &mut Vec<Action>,
+    successors: &mut Successors<W>,
+    mut prefetch: impl FnMut(u64),
+) -> usize {
+    let before = successors.len();
+    model.actions(state, actions);
+    for action in actions.drain(..) {
+        let schedule = match limits.preemptions {
+            None => schedule,
+            Some(bound) => match schedule.after(state, &action, bound) {
+                Some(after) => after,
+                None => continue,
+            },
+        };
+        let Some(next) = model.next_state(state, action.clone()) else {
+            continue;
+        };
+        let key = key(limits, schedule, fingerprint(&next));
+        prefetch(key);
+        successors.push((next, action, key, schedule));
+    }
+    successors.len() - before
+}
+
+/// The key of a state in the visited set: its fingerprint, with its tag in a search bounded
+/// by preemptions (a state is seen once per tag there, see `preemption.rs`).
+pub(super) fn key(limits: Limits, schedule: Schedule, fingerprint: u64) -> u64 {
+    match limits.preemptions {
+        Some(_) => schedule.key(fingerprint),
+        None => fingerprint,
+    }
+}
+
 /// A state's fingerprint: its hash (its class hash, if it hashes as its class), mixed by a
 /// fixed-seed hasher.
-fn fingerprint<W: Workload>(state: &State<W>) -> u64 {
+pub(super) fn fingerprint<W: Workload>(state: &State<W>) -> u64 {
     let mut hasher = fixed_hasher();
     state.hash(&mut hasher);
     hasher.finish()

@@ -145,7 +145,10 @@
 //! waiting at most K times, with every fault of the budget at every point (see
 //! `preemption.rs`). Where the exact visited set is what runs out, hash compaction
 //! ([`Limits::compact_mib`], `compact.rs`) keeps 32 bits a state instead of 64 and the
-//! table's free slots, at a counted risk of taking a new state for seen.
+//! table's free slots, at a counted risk of taking a new state for seen. Where time runs out,
+//! the search runs on several threads ([`Limits::threads`], `parallel.rs`) that share one
+//! visited set, exact or compacted: the same states, the same verdict, sooner where there are
+//! the cores.
 //!
 //! # Not modelled
 //!
@@ -157,6 +160,7 @@ mod depth_first;
 mod forget;
 mod job;
 mod kept;
+mod parallel;
 mod preemption;
 mod run;
 mod visited;

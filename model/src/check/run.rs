@@ -1,4 +1,5 @@
-//! Running a check, single-threaded (on two cores more threads were slower), in two steps:
+//! Running a check, in two steps (the first on one thread by default, deterministic in every
+//! count and path; on [`Limits::threads`] sharing the visited set otherwise, see `parallel.rs`):
 //!
 //! 1. **Depth first over every state.** Breadth first would visit the same states, but it
 //!    holds its whole frontier (each a full state) and a parent per state, while depth first
@@ -40,6 +41,7 @@ use zkh_recipes::symmetry::MAX_SYMMETRIC_CLIENTS;
 
 use super::compact::{expected_missed, Compacted};
 use super::depth_first::depth_first;
+use super::parallel::parallel_depth_first;
 use super::visited::Visited;
 use super::{
     judged_bits, representative, shrink, Action, Reached, RecipeModel, Workload, INVARIANTS,
@@ -68,6 +70,10 @@ pub struct Limits {
     /// MiB (see `compact.rs`): for spaces whose exact set does not fit in memory. Our
     /// depth-first search only. None: the exact set.
     pub compact_mib: Option<u32>,
+    /// How many threads our depth-first search runs on (see `parallel.rs`): one, the default,
+    /// is deterministic in every count and path; more give the same verdict and, when the
+    /// search finishes, the same counts, sooner on a machine with the cores.
+    pub threads: usize,
 }
 
 impl Limits {
@@ -84,6 +90,7 @@ impl Default for Limits {
             symmetry: true,
             preemptions: None,
             compact_mib: None,
+            threads: 1,
         }
     }
 }
@@ -170,7 +177,8 @@ pub struct Progress {
 
 /// Something that watches a check's progress while the depth-first search runs: ours calls it
 /// every [`PROGRESS_STATES`](super::PROGRESS_STATES) states it pops (so not at all in a check
-/// smaller than that), stateright's about every [`PROGRESS_INTERVAL_MS`].
+/// smaller than that), or every quarter of a second on more than one thread, stateright's
+/// about every [`PROGRESS_INTERVAL_MS`].
 pub type Observer<'a> = &'a mut dyn FnMut(&Progress);
 
 /// How often an [`Observer`] hears of stateright's depth-first search ([`Searcher::Stateright`]).
@@ -247,6 +255,7 @@ pub fn find_violation<W: Workload>(model: &RecipeModel<W>) -> Option<Violation> 
         symmetry: false,
         preemptions: None,
         compact_mib: None,
+        threads: 1,
     };
     let mut violation = search(model, Order::BreadthFirst, unlimited, None).violation?;
     violation.path = shortest(model, violation.property, &violation.path);
@@ -314,11 +323,16 @@ fn ours<W: Workload>(
     let reached = Reached::default();
     let searched = searching_copy(model, symmetry, true, &reached);
     let mut compaction = None;
+    let parallel = limits.threads > 1;
     let (searched, failed) = match limits.compact_mib {
+        None if parallel => parallel_depth_first(&searched, limits, &Visited::new(), observer),
         None => depth_first(&searched, limits, &mut Visited::new(), observer),
         Some(mib) => {
             let mut visited = Compacted::new(mib);
-            let found = depth_first(&searched, limits, &mut visited, observer);
+            let found = match parallel {
+                true => parallel_depth_first(&searched, limits, &visited, observer),
+                false => depth_first(&searched, limits, &mut visited, observer),
+            };
             compaction = Some(Compaction {
                 slots: visited.slots(),
                 compared: visited.compared(),
@@ -426,7 +440,10 @@ fn search<W: Workload>(
     }
     let checker: Box<dyn Checker<RecipeModel<W>>> = match order {
         Order::BreadthFirst => Box::new(finish(builder.spawn_bfs(), observer)),
-        Order::DepthFirst(_) => Box::new(finish(builder.spawn_dfs(), observer)),
+        Order::DepthFirst(_) => {
+            let builder = builder.threads(limits.threads.max(1));
+            Box::new(finish(builder.spawn_dfs(), observer))
+        }
     };
     let violation = first_failure(model, checker.as_ref()).map(|(property, path)| Violation {
         property,
