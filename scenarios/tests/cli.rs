@@ -189,7 +189,8 @@ fn a_check_runs_on_threads_with_the_same_counts() {
     let two = report(&[&job[..], &["--threads", "2"]].concat());
     assert_eq!(one["threads"], 1, "one by default");
     assert_eq!(two["threads"], 2);
-    for field in ["result", "states", "unique_states", "max_depth"] {
+    // (The deepest path depends on the order in which states are first met.)
+    for field in ["result", "states", "unique_states"] {
         assert_eq!(two[field], one[field], "{field}");
     }
     assert_eq!(two["unique_states"], 845_042);

@@ -22,20 +22,22 @@
 //! # What stays the same, and what does not
 //!
 //! A search that finishes explores every reachable state within the limits once, whichever
-//! thread reaches it, so it counts the same states and distinct states as one thread, and
-//! gives the same verdict (with hash compaction, which state's probe passes a slot with its
-//! low half can depend on the order, so the count of states missed may differ by as much as
-//! its expectation). With symmetry reduction the counts depend on the order of the search, on
-//! one thread too: the partial-order reduction delivers first to the client of least index
-//! with news, which a renaming changes, so which state of a class is explored first decides
-//! which reduced successors the class gets. Reversing the order of the actions changes the
-//! lock's 112,101 states to 110,965 on one thread (the three-client election's 11,037,283 to
-//! 10,985,433, and two threads gave 11,037,271), and changes nothing without symmetry
-//! reduction or without the partial-order reduction. Which thread finds a violation first, and on which path, depends on the
-//! timing of the threads: the check shortens it afterwards as it does one thread's (run.rs),
-//! so the counterexample is the same when it is short enough to shorten. Where the search
-//! gives up, at [`Limits::max_depth`], [`Limits::max_states`] or a full table, its counts
-//! depend on the timing too. One thread (the default) is deterministic in all of it.
+//! thread reaches it, so it counts the same states and distinct states as one thread, and gives
+//! the same verdict. Two things depend on the order, on one thread too: the deepest path
+//! reported, which is the deepest at which a state was first met (another order meets some
+//! states first by other paths), and, with hash compaction, which state's probe passes a slot
+//! with its low half, so the count of states missed may differ by as much as its expectation.
+//! With symmetry reduction the counts depend on the order of the search, on one thread too: the
+//! partial-order reduction delivers first to the client of least index with news, which a
+//! renaming changes, so which state of a class is explored first decides which reduced
+//! successors the class gets. Reversing the order of the actions changes the lock's 112,101
+//! states to 110,965 on one thread (the three-client election's 11,037,283 to 10,985,433, and
+//! two threads gave 11,037,271), and changes nothing without symmetry reduction or without the
+//! partial-order reduction. Which thread finds a violation first, and on which path, depends on
+//! the timing of the threads: the check shortens it afterwards as it does one thread's
+//! (run.rs), so the counterexample is the same when it is short enough to shorten. Where the
+//! search gives up, at [`Limits::max_depth`], [`Limits::max_states`] or a full table, its
+//! counts depend on the timing too. One thread (the default) is deterministic in all of it.
 //!
 //! The counts of states generated and distinct are kept per thread and added to the shared
 //! ones every [`SHARE_EVERY`] states, so [`Limits::max_states`] is passed by up to that many

@@ -72,7 +72,8 @@ pub struct Limits {
     pub compact_mib: Option<u32>,
     /// How many threads our depth-first search runs on (see `parallel.rs`): one, the default,
     /// is deterministic in every count and path; more give the same verdict and, when the
-    /// search finishes, the same counts, sooner on a machine with the cores.
+    /// search finishes without symmetry reduction, the same counts (not always the same
+    /// deepest path), sooner on a machine with the cores.
     pub threads: usize,
 }
 
