@@ -282,8 +282,9 @@ impl<W: Workload, S: SharedSeen> Pool<'_, W, S> {
         }
     }
 
-    /// Moves the older half of `stack` to the pool, each state with its path (`path` is the
-    /// path to the state just popped, whose ancestors are the parents of all of them).
+    /// Moves the older half of `stack` to the pool, each state with its path. `path` is the
+    /// path to the last state expanded: a state on the stack at depth d is a child of the
+    /// state at depth d - 1 on it (that state or one of its ancestors).
     fn share(&self, stack: &mut Vec<Pending<W>>, path: &[Action]) {
         let given = stack.len() / 2;
         if given == 0 {
