@@ -44,6 +44,7 @@ fn models<W: Workload>(workload: W, acting: Acting) -> (RecipeModel<W>, RecipeMo
         symmetric: false,
         one_invariant: false,
         reached: Default::default(),
+        canonical_news: None,
     };
     let whole = RecipeModel {
         forget_settled: false,

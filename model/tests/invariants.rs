@@ -31,6 +31,7 @@ fn model<W: Workload>(workload: W, faults: &str) -> RecipeModel<W> {
         symmetric: false,
         one_invariant: false,
         reached: Default::default(),
+        canonical_news: None,
     }
 }
 

@@ -6,11 +6,11 @@
 //! preemptions; a known-bad variant fails the same property, and the counterexample shortened
 //! afterwards is the same path; a limit still stops it.
 //!
-//! With symmetry reduction the counts depend on the order of the search, on one thread too:
-//! the partial-order reduction delivers first to the client of least index with news, which a
-//! renaming changes, so the state of a class explored first decides which reduced successors
-//! the class gets (see the README, "Symmetry reduction"). There the threads are held to the
-//! verdict, and to counts within 2%.
+//! With symmetry reduction too: the partial-order reduction chooses which client's news comes
+//! first by the clients' canonical places, which are the same in every state of a class, so a
+//! class gets the same reduced successors whichever of its states the search meets first.
+//! (Before that choice was canonical, by the least index, two threads gave the lock and the
+//! three-client election a few hundred states more or fewer than one.)
 #![cfg(not(madsim))]
 
 use zkh_model::check::{
@@ -80,24 +80,9 @@ fn threads_pass_where_one_does_with_the_same_counts() {
     let verdict = same_on_threads(&lock, no_symmetry, &[2, 3, 8]);
     assert!(verdict.complete && verdict.violation.is_none() && verdict.unreached.is_empty());
     assert_eq!(verdict.unique_states, 668_917);
-    let one = check_within(&lock, Limits::default());
-    assert_eq!(one.unique_states, 112_101);
-    for threads in [2, 3, 8] {
-        let many = check_within(
-            &lock,
-            Limits {
-                threads,
-                ..Limits::default()
-            },
-        );
-        assert!(many.complete && many.violation.is_none() && many.unreached.is_empty());
-        let ratio = many.unique_states as f64 / one.unique_states as f64;
-        assert!(
-            (0.98..1.02).contains(&ratio),
-            "{threads} threads: {}",
-            many.unique_states
-        );
-    }
+    let verdict = same_on_threads(&lock, Limits::default(), &[2, 3, 8]);
+    assert!(verdict.complete && verdict.violation.is_none() && verdict.unreached.is_empty());
+    assert_eq!(verdict.unique_states, 111_399, "with symmetry reduction");
     let job = model(JobWorkload::new(JobVariant::Correct), 2, "none");
     let verdict = same_on_threads(&job, Limits::default(), &[2]);
     assert!(verdict.complete && verdict.violation.is_none());

@@ -132,6 +132,7 @@ impl Recipe {
             symmetric: false,
             one_invariant: false,
             reached: Default::default(),
+            canonical_news: None,
         }
     }
 

@@ -138,8 +138,8 @@ struct CheckArgs {
     /// Run the depth-first search on this many threads, sharing one visited set (either
     /// search; with `--compact-mib` too). One, the default, is deterministic in every count and
     /// counterexample. More explore the same states and give the same verdict, and when the
-    /// search finishes the same counts (with symmetry reduction, within about 1%; the deepest
-    /// path may differ), sooner where there are the cores; where it gives up
+    /// search finishes the same counts (but for the deepest path, which depends on the
+    /// order), sooner where there are the cores; where it gives up
     /// (a limit, a full table) the counts, and a counterexample too long to shorten, depend on
     /// the threads' timing.
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "walks",

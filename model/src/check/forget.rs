@@ -143,6 +143,7 @@ mod tests {
             symmetric: false,
             one_invariant: false,
             reached: Default::default(),
+            canonical_news: None,
         };
         let parent = model.init_states().remove(0);
         assert!(parent.shared.is_empty(), "a fresh state has no history");

@@ -183,6 +183,7 @@ mod tests {
                     symmetric: false,
                     one_invariant: false,
                     reached: Default::default(),
+                    canonical_news: None,
                 };
                 let whole = RecipeModel {
                     forget_settled: false,

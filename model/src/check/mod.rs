@@ -135,6 +135,14 @@
 //! gives a reachable state with the same verdicts; `tests/symmetry.rs` runs renamed paths to
 //! show it for every recipe, and that renamed states have one class hash.
 //!
+//! The partial-order reduction (see [`RecipeModel`]'s `actions`) delivers the news of one
+//! client first, and must choose the same one in every state of a class: otherwise the
+//! successors a class gets would depend on which of its states the search met first, and the
+//! counts on the order of the search and on threads. It takes the client that the state's
+//! canonical renaming (the one that gives its class hash) puts first
+//! ([`State::canonical_place`]); `tests/symmetry.rs` requires every renaming of a state on its
+//! walks to have the same successors up to renaming.
+//!
 //! # Random walks and bounded searches
 //!
 //! Where the search cannot finish (the sharded job with an expiry, or with three instances),
@@ -545,15 +553,16 @@ pub struct State<W: Workload> {
     pub class_hash: ClassHash,
 }
 
-/// A state's class hash, computed once: a cache, so a copy of the state (made to be changed)
-/// starts without it, and it takes no part in comparing states.
+/// A state's class hash, computed once, and the index of its canonical renaming plus one (0
+/// until computed, and on a representative, which is only hashed): a cache, so a copy of the
+/// state (made to be changed) starts without it, and it takes no part in comparing states.
 #[derive(Debug, Default)]
-pub struct ClassHash(HashCell);
+pub struct ClassHash(HashCell, AtomicU8);
 
 impl ClassHash {
     /// A cache that holds `hash`.
     fn of(hash: u64) -> ClassHash {
-        ClassHash(HashCell::of(hash))
+        ClassHash(HashCell::of(hash), AtomicU8::new(0))
     }
 }
 
@@ -622,9 +631,41 @@ impl<W: Workload> State<W> {
         let class = || {
             let signatures = self.client_signatures(all);
             let signatures = &signatures[..self.seats.len()];
-            least_in_order(all, signatures, |renaming| self.hash_under(renaming))
+            let (class, canonical) =
+                least_in_order(all, signatures, |renaming| self.hash_under(renaming));
+            let canonical = u8::try_from(canonical + 1).expect("at most 24 renamings");
+            self.class_hash.1.store(canonical, Ordering::Relaxed);
+            class
         };
         Some(self.class_hash.0.get_or(class))
+    }
+
+    /// Where its canonical renaming puts client `c` (see
+    /// [`zkh_recipes::symmetry::least_in_order`]): a place that every state of its class gives
+    /// the client standing for `c` there. A state with renamings finds its canonical renaming
+    /// with its class hash, once; one without, under `renamings` when given (each time asked:
+    /// see [`RecipeModel::canonical_news`]); with neither, the place is `c`.
+    pub fn canonical_place(&self, c: usize, renamings: Option<&Renamings>) -> usize {
+        let (all, canonical) = match (self.renamings.as_deref(), renamings) {
+            (Some(all), _) => {
+                self.class_hash();
+                let canonical = self.class_hash.1.load(Ordering::Relaxed);
+                assert!(
+                    canonical > 0,
+                    "a state with renamings that is not a representative"
+                );
+                (all, usize::from(canonical - 1))
+            }
+            (None, Some(all)) => {
+                let signatures = self.client_signatures(all);
+                let signatures = &signatures[..self.seats.len()];
+                let (_, canonical) =
+                    least_in_order(all, signatures, |renaming| self.hash_under(renaming));
+                (all, canonical)
+            }
+            (None, None) => return c,
+        };
+        all.get(canonical).client(c as u32) as usize
     }
 
     /// Each client's signature: what the state says about it that no renaming of the clients
@@ -915,6 +956,10 @@ pub struct RecipeModel<W: Workload> {
     /// state has reached, where the invariants are checked as one ([`RecipeModel::one_invariant`]).
     /// Shared by the copies of the model; a search gives its own copy a fresh one.
     pub reached: Reached,
+    /// Where states do not hash as their class ([`RecipeModel::symmetric`] unset), still
+    /// choose whose news comes first by the clients' canonical places under these renamings,
+    /// as a symmetry-reducing search does (see [`RecipeModel::choosing_news_canonically`]).
+    pub canonical_news: Option<Arc<Renamings>>,
 }
 
 /// `sometimes` properties reached (one bit each), shared by the copies of a model: a search
@@ -950,6 +995,26 @@ impl<W: Workload> RecipeModel<W> {
             symmetric: false,
             one_invariant: false,
             reached: Reached::default(),
+            canonical_news: None,
+        }
+    }
+
+    /// This model, choosing whose news comes first as a symmetry-reducing search of it does,
+    /// by the clients' places in each state's canonical renaming, where states hash as
+    /// themselves: a search of it explores every state of each class that the symmetric
+    /// search explores, so its count is that search's unfolded (at most N! times it, and
+    /// more than it wherever a renaming changes a state). Tests compare the two; it is slower
+    /// than either, since each state with news for two clients finds its canonical renaming
+    /// afresh. Unchanged for a workload whose clients are not interchangeable, or too many.
+    pub fn choosing_news_canonically(self) -> Self {
+        let symmetric = RecipeModel {
+            symmetric: true,
+            ..self.clone()
+        };
+        let renamings = symmetric.init_states().remove(0).renamings;
+        RecipeModel {
+            canonical_news: renamings,
+            ..self
         }
     }
 
@@ -1201,10 +1266,24 @@ impl<W: Workload> Model for RecipeModel<W> {
         // expanded. It is not applied when the client could act on the resource before
         // processing its news (acting other than caught-up): that stale act must be able to
         // come after other clients' acts.
-        let first_with_news = state
-            .seats
-            .iter()
-            .position(|seat| !seat.queues.inbox.is_empty());
+        //
+        // Any client with news makes a sound ample set; with symmetry reduction the choice must
+        // also be the same in every state of a class, or which successors a class gets would
+        // depend on which of its states the search met first (and so would the counts, on the
+        // order of the search and on threads). So where several clients have news, the one
+        // that the state's canonical renaming puts first is chosen: the one every renaming of
+        // the state chooses, renamed.
+        let mut with_news = (state.seats.iter().enumerate())
+            .filter(|(_, seat)| !seat.queues.inbox.is_empty())
+            .map(|(c, _)| c);
+        let first_with_news = with_news.next().map(|first| match with_news.next() {
+            None => first,
+            Some(second) => [first, second]
+                .into_iter()
+                .chain(with_news)
+                .min_by_key(|c| state.canonical_place(*c, self.canonical_news.as_deref()))
+                .expect("two clients at least"),
+        });
         if let Some(c) = first_with_news {
             let client = state.client(c);
             let may_act_stale =

@@ -27,13 +27,15 @@
 //! reported, which is the deepest at which a state was first met (another order meets some
 //! states first by other paths), and, with hash compaction, which state's probe passes a slot
 //! with its low half, so the count of states missed may differ by as much as its expectation.
-//! With symmetry reduction the counts depend on the order of the search, on one thread too: the
-//! partial-order reduction delivers first to the client of least index with news, which a
-//! renaming changes, so which state of a class is explored first decides which reduced
-//! successors the class gets. Reversing the order of the actions changes the lock's 112,101
-//! states to 110,965 on one thread (the three-client election's 11,037,283 to 10,985,433, and
-//! two threads gave 11,037,271), and changes nothing without symmetry reduction or without the
-//! partial-order reduction. Which thread finds a violation first, and on which path, depends on
+//! The counts are the same with symmetry reduction too: which client's news the partial-order
+//! reduction delivers first
+//! is chosen by the clients' places in the state's canonical renaming, the same in every state
+//! of a class, so a class gets the same reduced successors whichever of its states is met
+//! first. (Chosen by the least index, it did not: two threads gave the three-client election
+//! 11,037,271 states where one gave 11,037,283, and reversing the order of the actions on one
+//! thread took the lock from 112,101 to 110,965; `tests/symmetry.rs` now requires every
+//! renaming of a state to have the same successors up to renaming, and fails on that choice.)
+//! Which thread finds a violation first, and on which path, depends on
 //! the timing of the threads: the check shortens it afterwards as it does one thread's
 //! (run.rs), so the counterexample is the same when it is short enough to shorten. Where the
 //! search gives up, at [`Limits::max_depth`], [`Limits::max_states`] or a full table, its

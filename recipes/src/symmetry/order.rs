@@ -239,12 +239,20 @@ impl ByRenaming {
 
 /// The least of `hash_under`'s hashes over the renamings that put the clients in the order of
 /// their `signatures` (client `i`'s at `i`): a class hash, if no renaming changes a client's
-/// signature (see the module docs).
+/// signature (see the module docs); and the index of the first renaming that gives it, the
+/// *canonical* renaming.
+///
+/// The canonical renaming puts the clients of every state of a class in one order: if it
+/// sends client `c` of a state to place `p`, it sends the client that a renaming of the state
+/// puts in `c`'s place to `p` too. (Where two renamings give the least hash, the state is its
+/// own renaming by the one undone by the other, which maps the two choices onto each other.)
+/// So a choice among clients made by their canonical places, such as which client's news
+/// the model checker delivers first, is the same choice in every state of a class.
 pub fn least_in_order(
     all: &Renamings,
     signatures: &[u64],
     mut hash_under: impl FnMut(&Renaming<'_>) -> u64,
-) -> u64 {
+) -> (u64, usize) {
     let clients = signatures.len();
     assert_eq!(clients, all.clients(), "one signature per client");
     let mut order = [0u32; MAX_SYMMETRIC_CLIENTS];
@@ -262,15 +270,18 @@ pub fn least_in_order(
             places[*client as usize] = place as u32;
         }
         let index = all.index_of(&places[..clients]);
-        return hash_under(&all.get(index.expect("places in an order are a permutation")));
+        let index = index.expect("places in an order are a permutation");
+        return (hash_under(&all.get(index)), index);
     }
-    let mut least = None;
+    let mut least: Option<(u64, usize)> = None;
     for renaming in all.iter() {
         let signature_at = |position| signatures[renaming.client_at(position)];
         let sorted = (1..clients).all(|p| signature_at(p - 1) <= signature_at(p));
         if sorted {
             let hash = hash_under(&renaming);
-            least = Some(least.map_or(hash, |least: u64| least.min(hash)));
+            if least.is_none_or(|(least, _)| hash < least) {
+                least = Some((hash, renaming.index()));
+            }
         }
     }
     least.expect("some renaming sorts any signatures")
@@ -327,6 +338,7 @@ mod tests {
         least_in_order(all, &signatures(toy, all, broken), |renaming| {
             recording.hash_under(toy, renaming)
         })
+        .0
     }
 
     /// Every toy here, with 3 clients.
@@ -363,6 +375,46 @@ mod tests {
                 assert_eq!(same_class, same_hash, "{toy:?} against {other:?}");
             }
         }
+    }
+
+    #[test]
+    fn the_canonical_renaming_puts_renamed_clients_in_one_place() {
+        let all = renamings(3);
+        let canonical = |toy: &Toy| {
+            let recording = Recording::of(toy, &all);
+            least_in_order(&all, &signatures(toy, &all, false), |renaming| {
+                recording.hash_under(toy, renaming)
+            })
+            .1
+        };
+        let mut without_automorphism = 0;
+        for toy in toys() {
+            let own = all.get(canonical(&toy));
+            let distinct = all
+                .iter()
+                .map(|r| renamed_hash(&toy, &r))
+                .collect::<BTreeSet<_>>();
+            for renaming in all.iter() {
+                let other = renamed(&toy, &renaming);
+                let theirs = all.get(canonical(&other));
+                assert_eq!(
+                    renamed(&other, &theirs),
+                    renamed(&toy, &own),
+                    "{toy:?} as {other:?}: one canonical state"
+                );
+                if distinct.len() == all.len() {
+                    for client in 0..3 {
+                        assert_eq!(
+                            theirs.client(renaming.client(client)),
+                            own.client(client),
+                            "{toy:?} as {other:?}: client {client}'s place"
+                        );
+                    }
+                }
+            }
+            without_automorphism += usize::from(distinct.len() == all.len());
+        }
+        assert!(without_automorphism > 0, "some toy has no automorphism");
     }
 
     #[test]
