@@ -29,7 +29,8 @@ fn model<W: Workload>(workload: W, clients: usize, faults: &str) -> RecipeModel<
 
 /// Checks `model` within `limits` on one thread and on each of `threads`, and requires the
 /// same verdict from each (but for the compaction's comparisons and the deepest path, which
-/// depend on the order of the search); returns the one thread's.
+/// depend on the order of the search, and the states each thread generated, which must be some
+/// for every thread); returns the one thread's.
 fn same_on_threads<W: Workload>(
     model: &RecipeModel<W>,
     limits: Limits,
@@ -42,6 +43,10 @@ fn same_on_threads<W: Workload>(
             ..limits
         },
     );
+    assert!(
+        one.states_by_thread.is_empty(),
+        "counted on more threads only"
+    );
     for &threads in threads {
         let many = check_within(model, Limits { threads, ..limits });
         let slots = |verdict: &Verdict| verdict.compaction.map(|compaction| compaction.slots);
@@ -53,8 +58,18 @@ fn same_on_threads<W: Workload>(
         let order_free = |verdict: &Verdict| Verdict {
             compaction: None,
             max_depth: 0,
+            states_by_thread: Vec::new(),
             ..verdict.clone()
         };
+        // Every thread generated states (the one that starts shares its stack with the
+        // others as they wait), and between them all but the initial one.
+        let by_thread = &many.states_by_thread;
+        assert_eq!(by_thread.len(), threads, "one count a thread");
+        assert_eq!(by_thread.iter().sum::<usize>(), many.states - 1);
+        assert!(
+            by_thread.iter().all(|states| *states > 0),
+            "{threads} threads: every one works: {by_thread:?}"
+        );
         assert_eq!(
             order_free(&many),
             order_free(&one),

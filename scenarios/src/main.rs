@@ -392,6 +392,8 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 "symmetry": verdict.symmetry,
                 "preemptions": args.preemptions,
                 "threads": args.threads,
+                "states_by_thread": (!verdict.states_by_thread.is_empty())
+                    .then_some(&verdict.states_by_thread),
                 "seconds": seconds,
                 "states_per_sec": per_second.round(),
                 "sometimes_unreached": verdict.unreached,
@@ -423,9 +425,21 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 .to_owned(),
             (None, false) => "depth first".to_owned(),
         };
-        let search = match args.threads {
-            1 => search,
-            threads => format!("{search}; on {threads} threads"),
+        let search = match (args.threads, &verdict.states_by_thread[..]) {
+            (1, _) => search,
+            (threads, []) => format!("{search}; on {threads} threads"),
+            (threads, by_thread) => {
+                let generated: usize = by_thread.iter().sum();
+                let shares: Vec<String> = (by_thread.iter())
+                    .map(|states| {
+                        format!("{:.0}%", 100.0 * *states as f64 / generated.max(1) as f64)
+                    })
+                    .collect();
+                format!(
+                    "{search}; on {threads} threads, which generated {} of the states",
+                    shares.join(", ")
+                )
+            }
         };
         say!(
             "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s ({search})",

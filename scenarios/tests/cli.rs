@@ -189,6 +189,17 @@ fn a_check_runs_on_threads_with_the_same_counts() {
     let two = report(&[&job[..], &["--threads", "2"]].concat());
     assert_eq!(one["threads"], 1, "one by default");
     assert_eq!(two["threads"], 2);
+    assert_eq!(one["states_by_thread"], serde_json::Value::Null);
+    let by_thread = two["states_by_thread"]
+        .as_array()
+        .expect("a count a thread");
+    let by_thread: Vec<u64> = by_thread.iter().filter_map(|n| n.as_u64()).collect();
+    assert_eq!(by_thread.len(), 2, "{by_thread:?}");
+    assert!(by_thread.iter().all(|states| *states > 0), "{by_thread:?}");
+    assert_eq!(
+        by_thread.iter().sum::<u64>() + 1,
+        two["states"].as_u64().unwrap()
+    );
     // (The deepest path depends on the order in which states are first met.)
     for field in ["result", "states", "unique_states"] {
         assert_eq!(two[field], one[field], "{field}");

@@ -130,6 +130,7 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
         unique_states: visited.len(),
         deepest,
         visited_full,
+        by_thread: Vec::new(),
     };
     (searched, violation)
 }

@@ -89,6 +89,8 @@ struct Pool<'a, W: Workload, S> {
     failed: Mutex<Failed<W>>,
     /// How many threads have ended.
     ended: AtomicUsize,
+    /// The states each thread generated, added when it ends.
+    by_thread: Vec<AtomicUsize>,
 }
 
 /// The pool of jobs, behind its lock.
@@ -142,14 +144,16 @@ pub(super) fn parallel_depth_first<W: Workload, S: SharedSeen>(
         visited_full: AtomicBool::new(false),
         failed: Mutex::new(None),
         ended: AtomicUsize::new(0),
+        by_thread: (0..threads).map(|_| AtomicUsize::new(0)).collect(),
     };
     std::thread::scope(|scope| {
         let main = std::thread::current();
-        for _ in 0..threads {
+        for thread in 0..threads {
             let (pool, main) = (&pool, main.clone());
             scope.spawn(move || {
                 let _ended = Ended { pool, main };
-                pool.search();
+                let generated = pool.search();
+                pool.by_thread[thread].store(generated, Ordering::Relaxed);
             });
         }
         while pool.ended.load(Ordering::Acquire) < threads {
@@ -164,6 +168,9 @@ pub(super) fn parallel_depth_first<W: Workload, S: SharedSeen>(
         unique_states: visited.len(),
         deepest: pool.deepest.load(Ordering::Relaxed),
         visited_full: pool.visited_full.load(Ordering::Relaxed),
+        by_thread: (pool.by_thread.iter())
+            .map(|generated| generated.load(Ordering::Relaxed))
+            .collect(),
     };
     let failed = pool.failed.into_inner().expect("no thread panicked");
     (searched, failed)
@@ -188,8 +195,8 @@ impl<W: Workload, S: SharedSeen> Drop for Ended<'_, '_, W, S> {
 
 impl<W: Workload, S: SharedSeen> Pool<'_, W, S> {
     /// One thread's search: jobs from the pool, each searched depth first on its own stack,
-    /// until there are no more.
-    fn search(&self) {
+    /// until there are no more. Returns how many states it generated.
+    fn search(&self) -> usize {
         let (model, limits, visited) = (self.model, self.limits, self.visited);
         let mut stack: Vec<Pending<W>> = Vec::new();
         let mut path: Vec<Action> = Vec::new();
@@ -197,6 +204,7 @@ impl<W: Workload, S: SharedSeen> Pool<'_, W, S> {
         let mut successors: Successors<W> = Vec::new();
         let mut tally = Tally::default();
         let mut states = 0;
+        let mut generated = 0;
         let mut deepest = 0;
         let mut popped = 0usize;
         while let Some(job) = self.take() {
@@ -206,6 +214,7 @@ impl<W: Workload, S: SharedSeen> Pool<'_, W, S> {
             while let Some((state, action, steps, schedule)) = stack.pop() {
                 popped += 1;
                 if popped % SHARE_EVERY == 0 {
+                    generated += states;
                     self.states
                         .fetch_add(std::mem::take(&mut states), Ordering::Relaxed);
                     visited.settle(&mut tally);
@@ -258,6 +267,7 @@ impl<W: Workload, S: SharedSeen> Pool<'_, W, S> {
         }
         self.states.fetch_add(states, Ordering::Relaxed);
         visited.settle(&mut tally);
+        generated + states
     }
 
     /// The next job, waiting for one while other threads work; none when the search is over.
