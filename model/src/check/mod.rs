@@ -1257,43 +1257,99 @@ impl<W: Workload> Model for RecipeModel<W> {
     fn actions(&self, state: &State<W>, actions: &mut Vec<Action>) {
         // Partial-order reduction: a client processing what it has received touches only its
         // own machine and queues, so it commutes with every other client's actions and with
-        // the server's; only its own timers compete with it. Exploring that client's inbox and
+        // the server's; only its own timers compete with it. (One delivery touches the server:
+        // after an expiry the client opens a new session, which takes the next zxid, so another
+        // client's write served just before or just after it gets another zxid. The two states
+        // differ only in that numbering, which keeps every zxid's order, and the recipes and
+        // properties read zxids only for their order: it is reduced like any other. Not
+        // reducing it made the lock's standard check five times larger.) Exploring that client's inbox and
         // timers alone, before anything else, loses no behaviour the properties can tell apart
         // (they read each client's own order, and the order of side effects, which only `Act`
         // writes). This is the ample-set reduction. It cannot ignore the other clients along a
         // cycle (the job's polls are the only cycles): no step but the server's refills an
         // inbox, so every cycle passes through a state where no client has news, which is fully
-        // expanded. It is not applied when the client could act on the resource before
-        // processing its news (acting other than caught-up): that stale act must be able to
-        // come after other clients' acts.
+        // expanded.
         //
-        // Any client with news makes a sound ample set; with symmetry reduction the choice must
-        // also be the same in every state of a class, or which successors a class gets would
-        // depend on which of its states the search met first (and so would the counts, on the
-        // order of the search and on threads). So where several clients have news, the one
-        // that the state's canonical renaming puts first is chosen: the one every renaming of
-        // the state chooses, renamed.
-        let mut with_news = (state.seats.iter().enumerate())
-            .filter(|(_, seat)| !seat.queues.inbox.is_empty())
-            .map(|(c, _)| c);
-        let first_with_news = with_news.next().map(|first| match with_news.next() {
+        // A client's steps must not race a fault that the budget still allows, or the
+        // reduction would explore only the order in which the client's step comes first:
+        //
+        // - it could act on the resource before processing its news (acting other than
+        //   caught-up): that stale act must be able to come after other clients' acts;
+        // - a leader change fails the operation at the head of each outbox: with the
+        //   client's outbox empty, a request its step issues fails if the leader change comes
+        //   after the step, and waits for the new connection if it comes before;
+        // - a client-side expiry fails everything in the client's outbox: a request its step
+        //   issues fails before the client hears of the expiry if the step comes first, and
+        //   after (when the server refuses it) if the expiry does.
+        //
+        // A client whose news races none of these makes a sound ample set; with symmetry
+        // reduction the choice must also be the same in every state of a class, or which
+        // successors a class gets would depend on which of its states the search met first
+        // (and so would the counts, on the order of the search and on threads). So among the
+        // clients that qualify, the one that the state's canonical renaming puts first is
+        // chosen: the one every renaming of the state chooses, renamed. Where none qualifies,
+        // every action is explored.
+        let budget = state.budget;
+        let qualifies = |c: usize| {
+            let Seat { client, queues, .. } = &state.seats[c];
+            let connected = !client.expired_at_server;
+            let races = (budget.leader_change > 0 && queues.outbox.is_empty())
+                || (budget.client_expire > 0 && connected && !self.workload.finished(&client.app));
+            let may_act_stale =
+                self.acting != Acting::CaughtUp && self.workload.can_act(&client.app, &state.zk);
+            !queues.inbox.is_empty()
+                && !may_act_stale
+                && (!races || !self.steps_issue_requests(state, c))
+        };
+        let mut qualified = (0..state.seats.len()).filter(|c| qualifies(*c));
+        let chosen = qualified.next().map(|first| match qualified.next() {
             None => first,
             Some(second) => [first, second]
                 .into_iter()
-                .chain(with_news)
+                .chain(qualified)
                 .min_by_key(|c| state.canonical_place(*c, self.canonical_news.as_deref()))
                 .expect("two clients at least"),
         });
-        if let Some(c) = first_with_news {
+        if let Some(c) = chosen {
             let client = state.client(c);
-            let may_act_stale =
-                self.acting != Acting::CaughtUp && self.workload.can_act(&client.app, &state.zk);
-            if !may_act_stale {
-                actions.push(Action::Deliver(c));
-                actions.extend(client.timers.iter().map(|timer| Action::Timer(c, *timer)));
-                return;
-            }
+            actions.push(Action::Deliver(c));
+            actions.extend(client.timers.iter().map(|timer| Action::Timer(c, *timer)));
+            return;
         }
+        self.every_action(state, actions);
+    }
+
+    fn next_state(&self, state: &State<W>, action: Action) -> Option<State<W>> {
+        let watch_delivered = matches!(action, Action::Deliver(c)
+            if matches!(state.queues(c).inbox.front(), Some(Inbound::Watch(_))));
+        let mut next = self.step(state, action)?;
+        if next.history_len() != state.history_len() {
+            next.judge();
+        }
+        if self.forget_settled {
+            Self::drop_settled(&self.workload, state, &mut next, watch_delivered);
+        }
+        Some(next)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let apart = W::judges().iter().enumerate().map(Self::judged_property);
+        if self.one_invariant {
+            return vec![Property {
+                expectation: Expectation::Always,
+                name: INVARIANTS,
+                condition: Self::invariants_hold_noting_reached,
+            }];
+        }
+        apart.chain([Self::progress_property()]).collect()
+    }
+}
+
+impl<W: Workload> RecipeModel<W> {
+    /// Every action enabled in `state`, without the partial-order reduction that
+    /// [`Model::actions`] applies (tests compare the two).
+    pub fn every_action(&self, state: &State<W>, actions: &mut Vec<Action>) {
+        let budget = state.budget;
         let settled = self.settled(state);
         for (c, Seat { client, queues, .. }) in state.seats.iter().enumerate() {
             if client.crashed {
@@ -1315,7 +1371,6 @@ impl<W: Workload> Model for RecipeModel<W> {
                 actions.push(Action::Act(c));
             }
         }
-        let budget = state.budget;
         for (c, seat) in state.seats.iter().enumerate() {
             let Seat { client, queues, .. } = seat;
             let connected = !client.expired_at_server;
@@ -1348,31 +1403,6 @@ impl<W: Workload> Model for RecipeModel<W> {
         if budget.leader_change > 0 {
             actions.push(Action::LeaderChange);
         }
-    }
-
-    fn next_state(&self, state: &State<W>, action: Action) -> Option<State<W>> {
-        let watch_delivered = matches!(action, Action::Deliver(c)
-            if matches!(state.queues(c).inbox.front(), Some(Inbound::Watch(_))));
-        let mut next = self.step(state, action)?;
-        if next.history_len() != state.history_len() {
-            next.judge();
-        }
-        if self.forget_settled {
-            Self::drop_settled(&self.workload, state, &mut next, watch_delivered);
-        }
-        Some(next)
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        let apart = W::judges().iter().enumerate().map(Self::judged_property);
-        if self.one_invariant {
-            return vec![Property {
-                expectation: Expectation::Always,
-                name: INVARIANTS,
-                condition: Self::invariants_hold_noting_reached,
-            }];
-        }
-        apart.chain([Self::progress_property()]).collect()
     }
 }
 
@@ -1579,6 +1609,21 @@ impl<W: Workload> RecipeModel<W> {
     ];
 
     /// The state after `action`, its verdicts not yet updated.
+    /// Whether processing client `c`'s news, or one of its timers, issues a request (tried on
+    /// copies: only where a fault could race it, see `actions`).
+    fn steps_issue_requests(&self, state: &State<W>, c: usize) -> bool {
+        let issued = state.queues(c).outbox.len();
+        let timers = state
+            .client(c)
+            .timers
+            .iter()
+            .map(|timer| Action::Timer(c, *timer));
+        (std::iter::once(Action::Deliver(c)).chain(timers)).any(|action| {
+            self.step(state, action)
+                .is_some_and(|next| next.queues(c).outbox.len() > issued)
+        })
+    }
+
     fn step(&self, state: &State<W>, action: Action) -> Option<State<W>> {
         let mut next = state.clone();
         match action {

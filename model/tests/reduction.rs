@@ -1,0 +1,209 @@
+//! The partial-order reduction is sound only if what it explores first commutes with what it
+//! puts off. Where the model's `actions` offer only one client's news and timers (the ample
+//! set), every other action enabled there must stay enabled after each of them, and taking the
+//! two in either order must reach the same server, clients and queues (the history may differ
+//! in order: the properties do not read the order of a client's steps among the others').
+//!
+//! These tests walk each recipe along seeded random paths with every kind of fault, and check
+//! that at every state where the reduction applies. A fault that races a client's step (a
+//! leader change failing the request the step issues, a client-side expiry failing it before
+//! or after the client hears of it) would fail here; the model does not reduce where one can.
+//!
+//! Two exceptions are allowed, by design:
+//!
+//! - An expiry, server-side or client-side, is offered only to a client still using the
+//!   recipe, so a step that finishes its application disables it. Expiring a client that is
+//!   about to finish, and is done with the recipe's nodes, is not a behaviour the properties
+//!   judge.
+//! - A client that processes its expiry opens a new session at the server, which takes the
+//!   next zxid: a write of another client served before or after it gets another zxid. The
+//!   two states differ in that numbering only (every zxid keeps its order), and the recipes
+//!   and properties read zxids only for their order. Such a pair is held to the same server
+//!   but for zxids: the same nodes with the same data and versions, the same sessions.
+#![cfg(not(madsim))]
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use stateright::Model;
+use zkh_model::check::{
+    Acting, Action, ElectionWorkload, FaultBudget, Inbound, JobWorkload, LatchWorkload,
+    LockWorkload, MasterWorkload, RecipeModel, State, Workload,
+};
+use zkh_recipes::elastic_job::JobVariant;
+use zkh_recipes::election::ElectionVariant;
+use zkh_recipes::event::SessionEvent;
+use zkh_recipes::latch::LatchVariant;
+use zkh_recipes::lock::LockVariant;
+
+/// Every kind of fault, once.
+const EVERY_FAULT: &str =
+    "drop-request=1,drop-reply=1,expire=1,client-expire=1,leader-change=1,crash=1";
+const WALKS: u64 = 40;
+const MAX_STEPS: usize = 150;
+
+fn model<W: Workload>(workload: W, clients: usize, faults: &str) -> RecipeModel<W> {
+    let budget = FaultBudget::parse(faults).expect("a budget");
+    RecipeModel::new(workload, clients, budget, Acting::CaughtUp)
+}
+
+/// Whether `a` and `b` reached the same server, clients, queues and fault budget.
+fn same_but_history<W: Workload>(a: &State<W>, b: &State<W>) -> bool {
+    a.zk == b.zk
+        && a.abandoned == b.abandoned
+        && a.budget == b.budget
+        && a.resource == b.resource
+        && a.seats.len() == b.seats.len()
+        && (a.seats.iter().zip(&b.seats)).all(|(a, b)| a.client == b.client && a.queues == b.queues)
+}
+
+/// Whether `action` in `state` is a client processing its expiry (and so opening a session).
+fn opens_a_session<W: Workload>(state: &State<W>, action: &Action) -> bool {
+    matches!(action, Action::Deliver(c) if matches!(
+        state.queues(*c).inbox.front(),
+        Some(Inbound::Session(SessionEvent::Expired))
+    ))
+}
+
+/// Whether `a` and `b` hold the same nodes (paths, data, versions, owners) and sessions, and
+/// have used as many zxids.
+fn same_tree_but_zxids<W: Workload>(a: &State<W>, b: &State<W>) -> bool {
+    let nodes = |state: &State<W>| -> Vec<_> {
+        (state.zk.tree().nodes())
+            .map(|(path, node)| {
+                let shape = (
+                    node.version,
+                    node.cversion,
+                    node.ephemeral_owner,
+                    node.creations,
+                );
+                (path.to_owned(), node.data.clone(), shape)
+            })
+            .collect()
+    };
+    let sessions = |state: &State<W>| state.zk.sessions().keys().copied().collect::<Vec<_>>();
+    nodes(a) == nodes(b)
+        && sessions(a) == sessions(b)
+        && a.zk.last_zxid() == b.zk.last_zxid()
+        && a.budget == b.budget
+}
+
+fn every_action<W: Workload>(model: &RecipeModel<W>, state: &State<W>) -> Vec<Action> {
+    let mut actions = Vec::new();
+    model.every_action(state, &mut actions);
+    actions
+}
+
+/// An expiry of the client that `ample` steps, disabled because the step finished its
+/// application (the one exception, see the module docs).
+fn expiry_of_a_finished_client<W: Workload>(
+    model: &RecipeModel<W>,
+    after: &State<W>,
+    deferred: &Action,
+) -> bool {
+    match deferred {
+        Action::Expire(c) | Action::ClientExpire(c) => {
+            model.workload.finished(&after.client(*c).app)
+        }
+        _ => false,
+    }
+}
+
+/// Checks the reduction at every state of `WALKS` random walks; returns at how many states it
+/// applied.
+fn ample_sets_commute<W: Workload>(name: &str, model: &RecipeModel<W>) -> usize {
+    let mut reduced_states = 0;
+    for seed in 0..WALKS {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut state = model.init_states().remove(0);
+        let mut path = Vec::new();
+        for _ in 0..MAX_STEPS {
+            let mut ample = Vec::new();
+            model.actions(&state, &mut ample);
+            let every = every_action(model, &state);
+            let deferred: Vec<&Action> = every.iter().filter(|a| !ample.contains(a)).collect();
+            if !deferred.is_empty() {
+                reduced_states += 1;
+            }
+            for first in &ample {
+                let Some(after_first) = model.next_state(&state, first.clone()) else {
+                    continue;
+                };
+                let still = every_action(model, &after_first);
+                for &deferred in &deferred {
+                    if !still.contains(deferred) {
+                        assert!(
+                            expiry_of_a_finished_client(model, &after_first, deferred),
+                            "{name}, seed {seed}, after {path:?}: {first:?} disables {deferred:?}"
+                        );
+                        continue;
+                    }
+                    let one = model
+                        .next_state(&after_first, deferred.clone())
+                        .expect("an enabled action");
+                    let other = model
+                        .next_state(&state, deferred.clone())
+                        .and_then(|next| model.next_state(&next, first.clone()))
+                        .unwrap_or_else(|| {
+                            panic!("{name}, seed {seed}, after {path:?}: {deferred:?} disables {first:?}")
+                        });
+                    if opens_a_session(&state, first) {
+                        assert!(
+                            same_tree_but_zxids(&one, &other),
+                            "{name}, seed {seed}, after {path:?}: {first:?} and {deferred:?} \
+                             differ in more than zxids"
+                        );
+                        continue;
+                    }
+                    assert!(
+                        same_but_history(&one, &other),
+                        "{name}, seed {seed}, after {path:?}: {first:?} and {deferred:?} do not \
+                         commute"
+                    );
+                }
+            }
+            if ample.is_empty() {
+                break;
+            }
+            let action = ample[rng.random_range(0..ample.len())].clone();
+            let Some(next) = model.next_state(&state, action.clone()) else {
+                break;
+            };
+            path.push(action);
+            state = next;
+        }
+    }
+    reduced_states
+}
+
+fn commutes<W: Workload>(name: &str, model: &RecipeModel<W>) {
+    let reduced = ample_sets_commute(name, model);
+    assert!(
+        reduced > 100,
+        "{name}: the reduction applied at {reduced} states only"
+    );
+}
+
+#[test]
+fn the_lock_and_the_latch_reduce_soundly() {
+    for variant in [LockVariant::Correct, LockVariant::Herd] {
+        commutes("lock", &model(LockWorkload { variant }, 3, EVERY_FAULT));
+    }
+    for variant in [LatchVariant::Correct, LatchVariant::NoOwnerCheck] {
+        commutes("latch", &model(LatchWorkload { variant }, 3, EVERY_FAULT));
+    }
+}
+
+#[test]
+fn the_elections_reduce_soundly() {
+    let election = ElectionWorkload {
+        variant: ElectionVariant::Correct,
+    };
+    commutes("job election", &model(election, 3, EVERY_FAULT));
+    commutes("master", &model(MasterWorkload::default(), 3, EVERY_FAULT));
+}
+
+#[test]
+fn the_sharded_job_reduces_soundly() {
+    let job = JobWorkload::new(JobVariant::Correct);
+    commutes("job", &model(job, 2, EVERY_FAULT));
+}
