@@ -279,6 +279,10 @@ impl Workload for JobWorkload {
         app.triggered < self.cycles || (self.has_a_spare_trigger(app) && necessary_raised(zk))
     }
 
+    fn may_act_on_the_server(&self, app: &JobApp) -> bool {
+        self.has_a_spare_trigger(app)
+    }
+
     /// The first cycle fires as soon as the instance is caught up, wherever the others are; a
     /// later one only at a settled moment, as a cron fires long after the last cycle settled.
     fn act_waits_for_settled(&self, app: &JobApp) -> bool {

@@ -342,6 +342,13 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
     /// Whether the application has an action to take, the server's data being `zk` (the
     /// job's leader has a spare trigger while a sharding is necessary).
     fn can_act(&self, app: &Self::App, zk: &ZkModel) -> bool;
+    /// Whether another client's step could make [`Workload::can_act`] true for `app` by
+    /// changing the server's data alone (the job's leader, with its spare trigger, once a
+    /// sharding becomes necessary). By default, `can_act` reads only the application.
+    fn may_act_on_the_server(&self, app: &Self::App) -> bool {
+        let _ = app;
+        false
+    }
     /// Whether its next action waits for a settled moment: nothing in flight to or from any
     /// client, and every client's machine at rest ([`Workload::at_rest`]). By default not.
     fn act_waits_for_settled(&self, app: &Self::App) -> bool {
@@ -1274,7 +1281,8 @@ impl<W: Workload> Model for RecipeModel<W> {
         // reduction would explore only the order in which the client's step comes first:
         //
         // - it could act on the resource before processing its news (acting other than
-        //   caught-up): that stale act must be able to come after other clients' acts;
+        //   caught-up), now or once another client's step changes the server: that stale act
+        //   must be able to come after other clients' acts, and before its own news;
         // - a leader change fails the operation at the head of each outbox: with the
         //   client's outbox empty, a request its step issues fails if the leader change comes
         //   after the step, and waits for the new connection if it comes before;
@@ -1295,8 +1303,9 @@ impl<W: Workload> Model for RecipeModel<W> {
             let connected = !client.expired_at_server;
             let races = (budget.leader_change > 0 && queues.outbox.is_empty())
                 || (budget.client_expire > 0 && connected && !self.workload.finished(&client.app));
-            let may_act_stale =
-                self.acting != Acting::CaughtUp && self.workload.can_act(&client.app, &state.zk);
+            let may_act_stale = self.acting != Acting::CaughtUp
+                && (self.workload.can_act(&client.app, &state.zk)
+                    || self.workload.may_act_on_the_server(&client.app));
             !queues.inbox.is_empty()
                 && !may_act_stale
                 && (!races || !self.steps_issue_requests(state, c))
