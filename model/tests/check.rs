@@ -28,6 +28,7 @@ fn model<W: Workload>(workload: W, clients: usize, faults: &str) -> RecipeModel<
         one_invariant: false,
         reached: Default::default(),
         canonical_news: None,
+        partial_order: true,
     }
 }
 
@@ -294,6 +295,7 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         one_invariant: false,
         reached: Default::default(),
         canonical_news: None,
+        partial_order: true,
     };
     passes("master", &model, [2_236, 13_060]);
 }
@@ -315,6 +317,7 @@ fn no_watch_backups_leave_the_application_without_a_master_after_its_expiry() {
         one_invariant: false,
         reached: Default::default(),
         canonical_news: None,
+        partial_order: true,
     };
     caught("no-watch", &model("expire=1"), "leader elected", 9);
     caught(

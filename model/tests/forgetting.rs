@@ -45,6 +45,7 @@ fn models<W: Workload>(workload: W, acting: Acting) -> (RecipeModel<W>, RecipeMo
         one_invariant: false,
         reached: Default::default(),
         canonical_news: None,
+        partial_order: true,
     };
     let whole = RecipeModel {
         forget_settled: false,

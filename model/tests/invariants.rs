@@ -32,6 +32,7 @@ fn model<W: Workload>(workload: W, faults: &str) -> RecipeModel<W> {
         one_invariant: false,
         reached: Default::default(),
         canonical_news: None,
+        partial_order: true,
     }
 }
 

@@ -20,20 +20,25 @@
 //!   two states differ in that numbering only (every zxid keeps its order), and the recipes
 //!   and properties read zxids only for their order. Such a pair is held to the same server
 //!   but for zxids: the same nodes with the same data and versions, the same sessions.
+//!
+//! End to end, small checks of every recipe, correct and known-bad, run with the reduction and
+//! without it ([`RecipeModel::partial_order`]): each must give the same verdict, and reach the
+//! same `sometimes` checks.
 #![cfg(not(madsim))]
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use stateright::Model;
 use zkh_model::check::{
-    Acting, Action, ElectionWorkload, FaultBudget, Inbound, JobWorkload, LatchWorkload,
-    LockWorkload, MasterWorkload, RecipeModel, State, Workload,
+    check_within, Acting, Action, ElectionWorkload, FaultBudget, Inbound, JobWorkload,
+    LatchWorkload, Limits, LockWorkload, MasterWorkload, RecipeModel, State, Workload,
 };
 use zkh_recipes::elastic_job::JobVariant;
 use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::event::SessionEvent;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
+use zkh_recipes::master::MasterVariant;
 
 /// Every kind of fault, once.
 const EVERY_FAULT: &str =
@@ -242,4 +247,117 @@ fn the_elections_reduce_soundly() {
 fn the_sharded_job_reduces_soundly() {
     let job = JobWorkload::new(JobVariant::Correct);
     commutes("job", &model(job, 2, EVERY_FAULT));
+}
+
+/// Checks `model` with the partial-order reduction and without it (and without symmetry
+/// reduction, so that nothing else differs): the same verdict, the same `sometimes` checks
+/// reached, and no more states with it. Returns the two counts.
+fn same_verdict<W: Workload>(name: &str, model: &RecipeModel<W>) -> [usize; 2] {
+    let limits = Limits {
+        symmetry: false,
+        ..Limits::default()
+    };
+    let reduced = check_within(model, limits);
+    let every = RecipeModel {
+        partial_order: false,
+        ..model.clone()
+    };
+    let full = check_within(&every, limits);
+    assert!(reduced.complete && full.complete, "{name}");
+    let property = |verdict: &zkh_model::check::Verdict| {
+        verdict
+            .violation
+            .as_ref()
+            .map(|violation| violation.property)
+    };
+    assert_eq!(
+        property(&reduced),
+        property(&full),
+        "{name}: the same verdict"
+    );
+    assert_eq!(
+        reduced.unreached, full.unreached,
+        "{name}: the same sometimes reached"
+    );
+    if reduced.violation.is_none() {
+        assert!(
+            reduced.unique_states < full.unique_states,
+            "{name}: the reduction reduces"
+        );
+    }
+    println!(
+        "{name}: {:?}, {} states reduced, {} without the reduction",
+        property(&reduced),
+        reduced.unique_states,
+        full.unique_states
+    );
+    [reduced.unique_states, full.unique_states]
+}
+
+#[test]
+fn the_reduction_keeps_the_verdicts_of_correct_recipes() {
+    for faults in [
+        "drop-reply=1,expire=1",
+        "leader-change=1,drop-request=1",
+        "client-expire=1,crash=1",
+    ] {
+        let lock = LockWorkload {
+            variant: LockVariant::Correct,
+        };
+        same_verdict(&format!("lock, {faults}"), &model(lock, 2, faults));
+        let latch = LatchWorkload {
+            variant: LatchVariant::Correct,
+        };
+        same_verdict(&format!("latch, {faults}"), &model(latch, 2, faults));
+        let election = ElectionWorkload {
+            variant: ElectionVariant::Correct,
+        };
+        same_verdict(
+            &format!("job election, {faults}"),
+            &model(election, 2, faults),
+        );
+    }
+    same_verdict(
+        "master, every fault",
+        &model(MasterWorkload::default(), 2, EVERY_FAULT),
+    );
+}
+
+#[test]
+fn the_reduction_keeps_the_verdicts_of_known_bad_variants() {
+    let lock = |variant| LockWorkload { variant };
+    same_verdict("herd", &model(lock(LockVariant::Herd), 3, "none"));
+    same_verdict(
+        "unprotected",
+        &model(lock(LockVariant::Unprotected), 2, "drop-reply=1"),
+    );
+    let unfenced = RecipeModel {
+        acting: Acting::Unfenced,
+        ..model(lock(LockVariant::Correct), 2, "expire=1")
+    };
+    same_verdict("lock, unfenced", &unfenced);
+    let latch = |variant| LatchWorkload { variant };
+    same_verdict(
+        "trust-predecessor",
+        &model(latch(LatchVariant::TrustPredecessor), 3, "expire=1"),
+    );
+    same_verdict(
+        "no-owner-check",
+        &model(latch(LatchVariant::NoOwnerCheck), 2, "client-expire=1"),
+    );
+    let no_watch = MasterWorkload {
+        variant: MasterVariant::NoWatch,
+    };
+    same_verdict("master no-watch", &model(no_watch, 2, "expire=1"));
+    let check_then_write = RecipeModel {
+        acting: Acting::Unfenced,
+        ..model(
+            ElectionWorkload {
+                variant: ElectionVariant::CheckThenWrite,
+            },
+            2,
+            "none",
+        )
+    };
+    same_verdict("check-then-write", &check_then_write);
 }

@@ -38,6 +38,7 @@ fn model<W: Workload>(workload: W, acting: Acting) -> RecipeModel<W> {
         one_invariant: false,
         reached: Default::default(),
         canonical_news: None,
+        partial_order: true,
     }
 }
 

@@ -133,6 +133,7 @@ impl Recipe {
             one_invariant: false,
             reached: Default::default(),
             canonical_news: None,
+            partial_order: true,
         }
     }
 

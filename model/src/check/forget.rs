@@ -144,6 +144,7 @@ mod tests {
             one_invariant: false,
             reached: Default::default(),
             canonical_news: None,
+            partial_order: true,
         };
         let parent = model.init_states().remove(0);
         assert!(parent.shared.is_empty(), "a fresh state has no history");

@@ -184,6 +184,7 @@ mod tests {
                     one_invariant: false,
                     reached: Default::default(),
                     canonical_news: None,
+                    partial_order: true,
                 };
                 let whole = RecipeModel {
                     forget_settled: false,

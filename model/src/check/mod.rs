@@ -967,6 +967,10 @@ pub struct RecipeModel<W: Workload> {
     /// choose whose news comes first by the clients' canonical places under these renamings,
     /// as a symmetry-reducing search does (see [`RecipeModel::choosing_news_canonically`]).
     pub canonical_news: Option<Arc<Renamings>>,
+    /// Explore one client's news before anything else where that is sound (the partial-order
+    /// reduction, see `actions`). On in every check; off explores every interleaving (tests
+    /// compare the two).
+    pub partial_order: bool,
 }
 
 /// `sometimes` properties reached (one bit each), shared by the copies of a model: a search
@@ -1003,6 +1007,7 @@ impl<W: Workload> RecipeModel<W> {
             one_invariant: false,
             reached: Reached::default(),
             canonical_news: None,
+            partial_order: true,
         }
     }
 
@@ -1297,6 +1302,9 @@ impl<W: Workload> Model for RecipeModel<W> {
         // clients that qualify, the one that the state's canonical renaming puts first is
         // chosen: the one every renaming of the state chooses, renamed. Where none qualifies,
         // every action is explored.
+        if !self.partial_order {
+            return self.every_action(state, actions);
+        }
         let budget = state.budget;
         let qualifies = |c: usize| {
             let Seat { client, queues, .. } = &state.seats[c];
