@@ -112,6 +112,11 @@ struct CheckArgs {
     /// depth-first search explores them once: symmetry reduction, up to 4 clients).
     #[arg(long)]
     no_symmetry: bool,
+    /// Explore every interleaving: no partial-order reduction (by default a client with news
+    /// processes it before anything else happens, where no fault the budget allows races it).
+    /// Far more states; to cross-check a verdict, or the reduction itself.
+    #[arg(long)]
+    no_partial_order: bool,
     /// Whose depth-first search explores the states: `ours` (the default), or `stateright`'s
     /// own, which visits the same states in the same order with more work per state (to
     /// compare the two; its progress is reported by the clock).
@@ -295,6 +300,10 @@ fn parse(args: &ModelArgs) -> Result<Recipe, String> {
 }
 
 fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckArgs) -> ExitCode {
+    let model = RecipeModel {
+        partial_order: !args.no_partial_order,
+        ..model
+    };
     if let Some(walks) = args.walks {
         return run_walks(model, recipe, args, walks);
     }
@@ -390,6 +399,7 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                 "search": "depth-first",
                 "searcher": args.searcher.name(),
                 "symmetry": verdict.symmetry,
+                "partial_order": !args.no_partial_order,
                 "preemptions": args.preemptions,
                 "threads": args.threads,
                 "states_by_thread": (!verdict.states_by_thread.is_empty())
@@ -424,6 +434,11 @@ fn run_check<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, args: &CheckAr
                              counted once"
                 .to_owned(),
             (None, false) => "depth first".to_owned(),
+        };
+        let search = if args.no_partial_order {
+            format!("{search}; every interleaving, without the partial-order reduction")
+        } else {
+            search
         };
         let search = match (args.threads, &verdict.states_by_thread[..]) {
             (1, _) => search,

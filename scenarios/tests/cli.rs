@@ -53,21 +53,59 @@ fn check_json_reports_a_pass_and_exits_0() {
     assert_eq!(report["faults"], "drop-reply=1,expire=1");
 }
 
+/// The JSON report of a check of `args` (and `extra`) that must pass: the value of `field`,
+/// and the unique states.
+fn pass_report(
+    args: &[&str],
+    extra: &[&str],
+    field: &str,
+) -> (serde_json::Value, serde_json::Value) {
+    let args = [args, extra, &["--json"]].concat();
+    let (code, stdout, _) = zkharness(&args);
+    assert_eq!(code, 0, "{args:?}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["result"], "pass");
+    (report[field].clone(), report["unique_states"].clone())
+}
+
 #[test]
 fn symmetry_reduction_is_on_by_default_and_can_be_turned_off() {
-    let report = |extra: &[&str]| {
-        let mut args = vec!["check", "latch", "--json"];
-        args.extend_from_slice(extra);
-        let (code, stdout, _) = zkharness(&args);
-        assert_eq!(code, 0, "{args:?}");
-        let report: serde_json::Value =
-            serde_json::from_str(stdout.trim()).expect("one JSON object");
-        assert_eq!(report["result"], "pass");
-        (report["symmetry"].clone(), report["unique_states"].clone())
-    };
+    let report = |extra: &[&str]| pass_report(&["check", "latch"], extra, "symmetry");
     // Three interchangeable clients: up to 3! = 6 states are one up to renaming.
     assert_eq!(report(&[]), (true.into(), 56_233.into()));
     assert_eq!(report(&["--no-symmetry"]), (false.into(), 336_847.into()));
+}
+
+#[test]
+fn the_partial_order_reduction_is_on_by_default_and_can_be_turned_off() {
+    let latch = ["check", "latch", "--clients", "2", "--no-symmetry"];
+    let report = |extra: &[&str]| pass_report(&latch, extra, "partial_order");
+    assert_eq!(report(&[]), (true.into(), 8_797.into()));
+    assert_eq!(
+        report(&["--no-partial-order"]),
+        (false.into(), 32_157.into()),
+        "every interleaving"
+    );
+    // A known-bad variant is caught either way.
+    let no_owner_check = [
+        "check",
+        "latch",
+        "--variant",
+        "no-owner-check",
+        "--faults",
+        "client-expire=1",
+        "--no-partial-order",
+        "--json",
+    ];
+    let report = violation_report(&no_owner_check);
+    assert_eq!(report["result"]["violation"], "single acting master");
+}
+
+/// The JSON report of a check that must find a violation (exit code 1).
+fn violation_report(args: &[&str]) -> serde_json::Value {
+    let (code, stdout, _) = zkharness(args);
+    assert_eq!(code, 1, "{args:?}: {stdout}");
+    serde_json::from_str(stdout.trim()).expect("one JSON object")
 }
 
 #[test]
@@ -493,7 +531,7 @@ fn a_check_that_reaches_its_depth_limit_says_so_and_exits_2() {
 
 #[test]
 fn random_walks_find_a_counterexample_past_exhaustive_reach_and_say_how_to_repeat_it() {
-    let (code, stdout, _) = zkharness(&[
+    let report = violation_report(&[
         "check",
         "job",
         "--variant",
@@ -504,8 +542,6 @@ fn random_walks_find_a_counterexample_past_exhaustive_reach_and_say_how_to_repea
         "1000",
         "--json",
     ]);
-    assert_eq!(code, 1, "{stdout}");
-    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
     assert_eq!(report["search"], "random-walks");
     assert_eq!(report["seed"], 0);
     assert_eq!(report["walks"], 14, "stopped at the walk that failed");
