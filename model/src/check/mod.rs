@@ -636,10 +636,7 @@ impl<W: Workload> State<W> {
         }
         let all = self.renamings.as_ref()?;
         let class = || {
-            let signatures = self.client_signatures(all);
-            let signatures = &signatures[..self.seats.len()];
-            let (class, canonical) =
-                least_in_order(all, signatures, |renaming| self.hash_under(renaming));
+            let (class, canonical) = self.least_under(all);
             let canonical = u8::try_from(canonical + 1).expect("at most 24 renamings");
             self.class_hash.1.store(canonical, Ordering::Relaxed);
             class
@@ -663,16 +660,18 @@ impl<W: Workload> State<W> {
                 );
                 (all, usize::from(canonical - 1))
             }
-            (None, Some(all)) => {
-                let signatures = self.client_signatures(all);
-                let signatures = &signatures[..self.seats.len()];
-                let (_, canonical) =
-                    least_in_order(all, signatures, |renaming| self.hash_under(renaming));
-                (all, canonical)
-            }
+            (None, Some(all)) => (all, self.least_under(all).1),
             (None, None) => return c,
         };
         all.get(canonical).client(c as u32) as usize
+    }
+
+    /// Its least hash under the renamings in `all` that sort its clients by signature, and
+    /// the renaming that gives it (see [`zkh_recipes::symmetry::least_in_order`]).
+    fn least_under(&self, all: &Renamings) -> (u64, usize) {
+        let signatures = self.client_signatures(all);
+        let signatures = &signatures[..self.seats.len()];
+        least_in_order(all, signatures, |renaming| self.hash_under(renaming))
     }
 
     /// Each client's signature: what the state says about it that no renaming of the clients
@@ -1274,8 +1273,9 @@ impl<W: Workload> Model for RecipeModel<W> {
         // client's write served just before or just after it gets another zxid. The two states
         // differ only in that numbering, which keeps every zxid's order, and the recipes and
         // properties read zxids only for their order: it is reduced like any other. Not
-        // reducing it made the lock's standard check five times larger.) Exploring that client's inbox and
-        // timers alone, before anything else, loses no behaviour the properties can tell apart
+        // reducing it made the lock's standard check five times larger.) Exploring that
+        // client's inbox and timers alone, before anything else, loses no behaviour the
+        // properties can tell apart
         // (they read each client's own order, and the order of side effects, which only `Act`
         // writes). This is the ample-set reduction. It cannot ignore the other clients along a
         // cycle (the job's polls are the only cycles): no step but the server's refills an
@@ -1308,15 +1308,16 @@ impl<W: Workload> Model for RecipeModel<W> {
         let budget = state.budget;
         let qualifies = |c: usize| {
             let Seat { client, queues, .. } = &state.seats[c];
+            if queues.inbox.is_empty() {
+                return false;
+            }
             let connected = !client.expired_at_server;
             let races = (budget.leader_change > 0 && queues.outbox.is_empty())
                 || (budget.client_expire > 0 && connected && !self.workload.finished(&client.app));
             let may_act_stale = self.acting != Acting::CaughtUp
                 && (self.workload.can_act(&client.app, &state.zk)
                     || self.workload.may_act_on_the_server(&client.app));
-            !queues.inbox.is_empty()
-                && !may_act_stale
-                && (!races || !self.steps_issue_requests(state, c))
+            !may_act_stale && (!races || !self.steps_issue_requests(state, c))
         };
         let mut qualified = (0..state.seats.len()).filter(|c| qualifies(*c));
         let chosen = qualified.next().map(|first| match qualified.next() {
@@ -1625,7 +1626,6 @@ impl<W: Workload> RecipeModel<W> {
         verdict::<W, 7>,
     ];
 
-    /// The state after `action`, its verdicts not yet updated.
     /// Whether processing client `c`'s news, or one of its timers, issues a request (tried on
     /// copies: only where a fault could race it, see `actions`).
     fn steps_issue_requests(&self, state: &State<W>, c: usize) -> bool {
@@ -1641,6 +1641,7 @@ impl<W: Workload> RecipeModel<W> {
         })
     }
 
+    /// The state after `action`, its verdicts not yet updated.
     fn step(&self, state: &State<W>, action: Action) -> Option<State<W>> {
         let mut next = state.clone();
         match action {

@@ -28,10 +28,9 @@
 //! states first by other paths), and, with hash compaction, which state's probe passes a slot
 //! with its low half, so the count of states missed may differ by as much as its expectation.
 //! The counts are the same with symmetry reduction too: which client's news the partial-order
-//! reduction delivers first
-//! is chosen by the clients' places in the state's canonical renaming, the same in every state
-//! of a class, so a class gets the same reduced successors whichever of its states is met
-//! first. (Chosen by the least index, it did not: two threads gave the three-client election
+//! reduction delivers first is chosen by the clients' places in the state's canonical
+//! renaming, the same in every state of a class, so a class gets the same reduced successors
+//! whichever of its states is met first. (Chosen by the least index, it did not: two threads gave the three-client election
 //! 11,037,271 states where one gave 11,037,283, and reversing the order of the actions on one
 //! thread took the lock from 112,101 to 110,965; `tests/symmetry.rs` now requires every
 //! renaming of a state to have the same successors up to renaming, and fails on that choice.)
