@@ -1287,10 +1287,15 @@ impl<W: Workload> Model for RecipeModel<W> {
         //
         // - it could act on the resource before processing its news (acting other than
         //   caught-up), now or once another client's step changes the server: that stale act
-        //   must be able to come after other clients' acts, and before its own news;
-        // - a leader change fails the operation at the head of each outbox: with the
-        //   client's outbox empty, a request its step issues fails if the leader change comes
-        //   after the step, and waits for the new connection if it comes before;
+        //   must be able to come after other clients' acts, and before its own news (the
+        //   job's leader with its spare trigger is the one workload whose act another
+        //   client's write enables; that act also waits for a settled moment, which news in
+        //   flight is not, so today the condition only guards against a workload that would
+        //   not wait);
+        // - a leader change fails the operation at the head of each outbox: once the server
+        //   has served what the client's outbox holds (steps the reduction puts off, so a
+        //   full outbox does not protect it), a request its step issues fails if the leader
+        //   change comes after the step, and waits for the new connection if it comes before;
         // - a client-side expiry fails everything in the client's outbox: a request its step
         //   issues fails before the client hears of the expiry if the step comes first, and
         //   after (when the server refuses it) if the expiry does.
@@ -1312,7 +1317,7 @@ impl<W: Workload> Model for RecipeModel<W> {
                 return false;
             }
             let connected = !client.expired_at_server;
-            let races = (budget.leader_change > 0 && queues.outbox.is_empty())
+            let races = budget.leader_change > 0
                 || (budget.client_expire > 0 && connected && !self.workload.finished(&client.app));
             let may_act_stale = self.acting != Acting::CaughtUp
                 && (self.workload.can_act(&client.app, &state.zk)
