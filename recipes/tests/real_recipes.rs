@@ -14,6 +14,18 @@ use zkh_recipes::latch::{Latch, LatchVariant};
 use zkh_recipes::lock::{Lock, LockVariant};
 use zkh_recipes::real::{RealClient, TokioClock};
 
+/// Stops the recipes' drivers before the test's runtime shuts down. Left running, a driver can
+/// still be polled on one worker while the shutdown drops the client's session task on
+/// another, and the client crate's watcher then panics on its cancelled channel (printed, and
+/// harmless to the verdict, but noise in the log).
+async fn stop_drivers<T>(drivers: Vec<tokio::task::JoinHandle<T>>) {
+    for driver in drivers {
+        driver.abort();
+        // Cancelled, or it had ended: either way it no longer runs.
+        let _ = driver.await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_sessions_fifty_contended_lock_cycles_each_never_overlap() {
     let Some(connect) = server() else { return };
@@ -21,6 +33,7 @@ async fn three_sessions_fifty_contended_lock_cycles_each_never_overlap() {
     let inside = Arc::new(AtomicBool::new(false));
     let cycles = Arc::new(AtomicU32::new(0));
     let mut tasks = Vec::new();
+    let mut drivers = Vec::new();
     for session in 0..3 {
         let client = Arc::new(
             RealClient::connect(&connect, 10_000)
@@ -34,7 +47,7 @@ async fn three_sessions_fifty_contended_lock_cycles_each_never_overlap() {
             &dir,
             &format!("s{session}"),
         );
-        tokio::spawn(driver);
+        drivers.push(tokio::spawn(driver));
         let (inside, cycles) = (Arc::clone(&inside), Arc::clone(&cycles));
         tasks.push(tokio::spawn(async move {
             let mut last_token = 0;
@@ -60,6 +73,7 @@ async fn three_sessions_fifty_contended_lock_cycles_each_never_overlap() {
             .expect("no panic");
     }
     assert_eq!(cycles.load(Ordering::SeqCst), 150);
+    stop_drivers(drivers).await;
     println!("real lock: 3 sessions x 50 contended cycles, no overlap");
 }
 
@@ -68,6 +82,7 @@ async fn a_latch_fails_over_when_its_leader_closes() {
     let Some(connect) = server() else { return };
     let dir = format!("/zkh-real-latch-{}", std::process::id());
     let mut latches = Vec::new();
+    let mut drivers = Vec::new();
     for participant in 0..3 {
         let client = Arc::new(
             RealClient::connect(&connect, 10_000)
@@ -83,7 +98,7 @@ async fn a_latch_fails_over_when_its_leader_closes() {
             &name,
             &name,
         );
-        tokio::spawn(driver);
+        drivers.push(tokio::spawn(driver));
         latches.push(latch);
         // Join in order, so the first participant leads.
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -101,6 +116,7 @@ async fn a_latch_fails_over_when_its_leader_closes() {
         second > first,
         "the new leader's token is newer: {second} > {first}"
     );
+    stop_drivers(drivers).await;
     println!("real latch: leadership moved from p0 (token {first}) to p1 (token {second})");
 }
 
@@ -146,7 +162,7 @@ async fn an_elastic_job_item_fails_over_when_its_instance_closes() {
             .expect("connect"),
     );
     let (b, b_driver) = start(b_client, "b");
-    tokio::spawn(b_driver);
+    let b_driver = tokio::spawn(b_driver);
     // Both registered: the first cycle is sharded over both (a: item 0, b: item 1).
     tokio::time::sleep(Duration::from_secs(1)).await;
     a.trigger(1);
@@ -166,5 +182,6 @@ async fn an_elastic_job_item_fails_over_when_its_instance_closes() {
         executed(&b, 0, 2).await,
         "b runs a's item 0 of cycle 2 as a failover"
     );
+    stop_drivers(vec![b_driver]).await;
     println!("real elastic-job: item 0 of cycle 2 failed over from a to b after a closed");
 }
