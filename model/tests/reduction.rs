@@ -300,6 +300,17 @@ fn the_lock_and_the_latch_reduce_soundly() {
     for variant in [LockVariant::Correct, LockVariant::Herd] {
         commutes("lock", &model(LockWorkload { variant }, 3, EVERY_FAULT));
     }
+    // The client chosen as a symmetry-reducing search chooses it (by its canonical place, not
+    // its index).
+    let canonical = model(
+        LockWorkload {
+            variant: LockVariant::Correct,
+        },
+        3,
+        EVERY_FAULT,
+    )
+    .choosing_news_canonically();
+    commutes("lock, canonical choice", &canonical);
     // Acting on stale news: a holder with news is not chosen, or its act would come only
     // after its news.
     let fenced = RecipeModel {
