@@ -29,6 +29,7 @@ fn model<W: Workload>(workload: W, clients: usize, faults: &str) -> RecipeModel<
         reached: Default::default(),
         canonical_news: None,
         partial_order: true,
+        reads_first: false,
     }
 }
 
@@ -296,6 +297,7 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         reached: Default::default(),
         canonical_news: None,
         partial_order: true,
+        reads_first: false,
     };
     passes("master", &model, [2_236, 13_060]);
 }
@@ -318,6 +320,7 @@ fn no_watch_backups_leave_the_application_without_a_master_after_its_expiry() {
         reached: Default::default(),
         canonical_news: None,
         partial_order: true,
+        reads_first: false,
     };
     caught("no-watch", &model("expire=1"), "leader elected", 9);
     caught(

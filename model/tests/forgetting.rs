@@ -46,6 +46,7 @@ fn models<W: Workload>(workload: W, acting: Acting) -> (RecipeModel<W>, RecipeMo
         reached: Default::default(),
         canonical_news: None,
         partial_order: true,
+        reads_first: false,
     };
     let whole = RecipeModel {
         forget_settled: false,

@@ -33,6 +33,7 @@ fn model<W: Workload>(workload: W, faults: &str) -> RecipeModel<W> {
         reached: Default::default(),
         canonical_news: None,
         partial_order: true,
+        reads_first: false,
     }
 }
 

@@ -39,6 +39,7 @@ fn model<W: Workload>(workload: W, acting: Acting) -> RecipeModel<W> {
         reached: Default::default(),
         canonical_news: None,
         partial_order: true,
+        reads_first: false,
     }
 }
 

@@ -123,18 +123,7 @@ impl Recipe {
     }
 
     fn model<W: Workload>(&self, workload: W) -> RecipeModel<W> {
-        RecipeModel {
-            workload,
-            clients: self.clients,
-            budget: self.budget,
-            acting: self.acting,
-            forget_settled: true,
-            symmetric: false,
-            one_invariant: false,
-            reached: Default::default(),
-            canonical_news: None,
-            partial_order: true,
-        }
+        RecipeModel::new(workload, self.clients, self.budget, self.acting)
     }
 
     /// The lock model, if this is the lock.

@@ -145,6 +145,7 @@ mod tests {
             reached: Default::default(),
             canonical_news: None,
             partial_order: true,
+            reads_first: false,
         };
         let parent = model.init_states().remove(0);
         assert!(parent.shared.is_empty(), "a fresh state has no history");

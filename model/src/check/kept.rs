@@ -185,6 +185,7 @@ mod tests {
                     reached: Default::default(),
                     canonical_news: None,
                     partial_order: true,
+                    reads_first: false,
                 };
                 let whole = RecipeModel {
                     forget_settled: false,

@@ -970,6 +970,13 @@ pub struct RecipeModel<W: Workload> {
     /// reduction, see `actions`). On in every check; off explores every interleaving (tests
     /// compare the two).
     pub partial_order: bool,
+    /// Explore only the schedules in which the server answers a waiting read at once: where
+    /// no client has news and some client's next operation is a read, that read is served
+    /// before anything else happens but a fault (which still strikes at every point). A
+    /// bounded search, like [`Limits::preemptions`]: every path it explores is a real one, but
+    /// a read delayed while other clients write is not explored, so a pass proves nothing of
+    /// such schedules. Off in every check unless asked (`zkharness check --reads-first`).
+    pub reads_first: bool,
 }
 
 /// `sometimes` properties reached (one bit each), shared by the copies of a model: a search
@@ -1007,6 +1014,7 @@ impl<W: Workload> RecipeModel<W> {
             reached: Reached::default(),
             canonical_news: None,
             partial_order: true,
+            reads_first: false,
         }
     }
 
@@ -1307,36 +1315,10 @@ impl<W: Workload> Model for RecipeModel<W> {
         // clients that qualify, the one that the state's canonical renaming puts first is
         // chosen: the one every renaming of the state chooses, renamed. Where none qualifies,
         // every action is explored.
-        if !self.partial_order {
-            return self.every_action(state, actions);
+        if self.partial_order && self.deliver_first(state, actions) {
+            return;
         }
-        let budget = state.budget;
-        let qualifies = |c: usize| {
-            let Seat { client, queues, .. } = &state.seats[c];
-            if queues.inbox.is_empty() {
-                return false;
-            }
-            let connected = !client.expired_at_server;
-            let races = budget.leader_change > 0
-                || (budget.client_expire > 0 && connected && !self.workload.finished(&client.app));
-            let may_act_stale = self.acting != Acting::CaughtUp
-                && (self.workload.can_act(&client.app, &state.zk)
-                    || self.workload.may_act_on_the_server(&client.app));
-            !may_act_stale && (!races || !self.steps_issue_requests(state, c))
-        };
-        let mut qualified = (0..state.seats.len()).filter(|c| qualifies(*c));
-        let chosen = qualified.next().map(|first| match qualified.next() {
-            None => first,
-            Some(second) => [first, second]
-                .into_iter()
-                .chain(qualified)
-                .min_by_key(|c| state.canonical_place(*c, self.canonical_news.as_deref()))
-                .expect("two clients at least"),
-        });
-        if let Some(c) = chosen {
-            let client = state.client(c);
-            actions.push(Action::Deliver(c));
-            actions.extend(client.timers.iter().map(|timer| Action::Timer(c, *timer)));
+        if self.reads_first && self.read_first(state, actions) {
             return;
         }
         self.every_action(state, actions);
@@ -1369,6 +1351,72 @@ impl<W: Workload> Model for RecipeModel<W> {
 }
 
 impl<W: Workload> RecipeModel<W> {
+    /// The partial-order reduction (see `actions`): where a client's news qualifies, offers
+    /// only its delivery and its timers, and says so.
+    fn deliver_first(&self, state: &State<W>, actions: &mut Vec<Action>) -> bool {
+        let budget = state.budget;
+        let qualifies = |c: usize| {
+            let Seat { client, queues, .. } = &state.seats[c];
+            if queues.inbox.is_empty() {
+                return false;
+            }
+            let connected = !client.expired_at_server;
+            let races = budget.leader_change > 0
+                || (budget.client_expire > 0 && connected && !self.workload.finished(&client.app));
+            let may_act_stale = self.acting != Acting::CaughtUp
+                && (self.workload.can_act(&client.app, &state.zk)
+                    || self.workload.may_act_on_the_server(&client.app));
+            !may_act_stale && (!races || !self.steps_issue_requests(state, c))
+        };
+        if let Some(c) =
+            self.first_in_class(state, (0..state.seats.len()).filter(|c| qualifies(*c)))
+        {
+            let client = state.client(c);
+            actions.push(Action::Deliver(c));
+            actions.extend(client.timers.iter().map(|timer| Action::Timer(c, *timer)));
+            return true;
+        }
+        false
+    }
+
+    /// The bound of [`RecipeModel::reads_first`] (not a reduction: it leaves schedules out):
+    /// where no client has news and some client's next operation is a read, offers only the
+    /// server answering that read, and the faults; says whether it did.
+    fn read_first(&self, state: &State<W>, actions: &mut Vec<Action>) -> bool {
+        if state.seats.iter().any(|seat| !seat.queues.inbox.is_empty()) {
+            return false;
+        }
+        let reading = (0..state.seats.len()).filter(|c| {
+            let seat = &state.seats[*c];
+            !seat.client.expired_at_server
+                && (seat.queues.outbox.front()).is_some_and(|(_, _, request)| !request.is_write())
+        });
+        let Some(c) = self.first_in_class(state, reading) else {
+            return false;
+        };
+        self.every_action(state, actions);
+        actions.retain(|action| action.is_fault() || *action == Action::Serve(c));
+        true
+    }
+
+    /// The first of `clients` in `state`: the one the state's canonical renaming puts first
+    /// where there are two or more, so that every state of a class chooses the same client,
+    /// renamed (see `actions`).
+    fn first_in_class(
+        &self,
+        state: &State<W>,
+        mut clients: impl Iterator<Item = usize>,
+    ) -> Option<usize> {
+        let first = clients.next()?;
+        let Some(second) = clients.next() else {
+            return Some(first);
+        };
+        [first, second]
+            .into_iter()
+            .chain(clients)
+            .min_by_key(|c| state.canonical_place(*c, self.canonical_news.as_deref()))
+    }
+
     /// Every action enabled in `state`, without the partial-order reduction that
     /// [`Model::actions`] applies (tests compare the two).
     pub fn every_action(&self, state: &State<W>, actions: &mut Vec<Action>) {
