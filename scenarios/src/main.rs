@@ -133,8 +133,10 @@ struct CheckArgs {
     /// client has news, a client's read is served before anything else happens but a fault
     /// (which still strikes at every point). A bounded search, like --preemptions: a pass
     /// proves no violation in any such schedule, and nothing of a read delayed while others
-    /// write (for spaces too large to search whole: the sharded job with an expiry)
-    #[arg(long, conflicts_with = "walks")]
+    /// write (for spaces too large to search whole: the sharded job with an expiry). Not with
+    /// --preemptions: answering another client's read first is itself a preemption, so the
+    /// two bounds together leave almost nothing
+    #[arg(long, conflicts_with_all = ["walks", "preemptions"])]
     reads_first: bool,
     /// Keep the visited set by hash compaction: 32 bits a state (4.4 bytes at the 90% load
     /// where the check stops, where the exact set takes 10.7 to 13.3) in one table of at most MIB

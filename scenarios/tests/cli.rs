@@ -131,6 +131,11 @@ fn reads_first_bounds_the_schedules_and_says_so() {
     let (code, _, stderr) = zkharness(&["check", "latch", "--reads-first", "--walks", "10"]);
     assert_eq!(code, 64, "a usage error: {stderr}");
     assert!(stderr.contains("--reads-first"), "{stderr}");
+    // Nor with a preemption bound, which answering another client's read first would spend.
+    let args = ["check", "latch", "--reads-first", "--preemptions", "1"];
+    let (code, _, stderr) = zkharness(&args);
+    assert_eq!(code, 64, "a usage error: {stderr}");
+    assert!(stderr.contains("--preemptions"), "{stderr}");
 }
 
 /// The JSON report of a check that must find a violation (exit code 1).

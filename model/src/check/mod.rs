@@ -976,6 +976,8 @@ pub struct RecipeModel<W: Workload> {
     /// bounded search, like [`Limits::preemptions`]: every path it explores is a real one, but
     /// a read delayed while other clients write is not explored, so a pass proves nothing of
     /// such schedules. Off in every check unless asked (`zkharness check --reads-first`).
+    /// Not with [`Limits::preemptions`]: answering another client's read first is itself a
+    /// preemption, so the two bounds together leave almost nothing.
     pub reads_first: bool,
 }
 
