@@ -194,11 +194,12 @@ fn deferred_paths_commute<W: Workload>(
             }
             let step = deferred[rng.random_range(0..deferred.len())].clone();
             for first in ample {
-                if !every.contains(first) {
-                    // Only the client's own steps change its timers and inbox; they are not
-                    // taken here.
-                    panic!("{context}: {first:?} is no longer enabled");
-                }
+                // Only the client's own steps change its timers and inbox, and none is taken
+                // here.
+                assert!(
+                    every.contains(first),
+                    "{context}: {first:?} is no longer enabled"
+                );
                 let after_first = model.next_state(&here, first.clone()).expect("enabled");
                 let still = every_action(model, &after_first);
                 commute(model, &here, first, &after_first, &still, &step, &context);
@@ -233,6 +234,24 @@ fn ample_sets_commute<W: Workload>(
             if !deferred.is_empty() {
                 reduced_states += 1;
             }
+            let context = format!("{name}, seed {seed}, after {path:?}");
+            for first in &ample {
+                let Some(after_first) = model.next_state(&state, first.clone()) else {
+                    continue;
+                };
+                let still = every_action(model, &after_first);
+                for &deferred in &deferred {
+                    commute(
+                        model,
+                        &state,
+                        first,
+                        &after_first,
+                        &still,
+                        deferred,
+                        &context,
+                    );
+                }
+            }
             // Nothing put off may let the chosen client do anything but what was explored:
             // act on the resource, say, before its news, which the news might change.
             let chosen = ample.iter().find_map(|action| match action {
@@ -246,31 +265,9 @@ fn ample_sets_commute<W: Workload>(
                     };
                     assert!(
                         !every_action(model, &next).contains(&Action::Act(c)),
-                        "{name}, seed {seed}, after {path:?}: {deferred:?} lets client {c} act \
-                         before its news"
+                        "{context}: {deferred:?} lets client {c} act before its news"
                     );
                 }
-            }
-            for first in &ample {
-                let Some(after_first) = model.next_state(&state, first.clone()) else {
-                    continue;
-                };
-                let still = every_action(model, &after_first);
-                for &deferred in &deferred {
-                    let context = format!("{name}, seed {seed}, after {path:?}");
-                    commute(
-                        model,
-                        &state,
-                        first,
-                        &after_first,
-                        &still,
-                        deferred,
-                        &context,
-                    );
-                }
-            }
-            if let (Some(c), false) = (chosen, deferred.is_empty()) {
-                let context = format!("{name}, seed {seed}, after {path:?}");
                 deferred_paths_commute(model, &state, c, &ample, &mut rng, &context);
             }
             if ample.is_empty() {
