@@ -1,0 +1,209 @@
+//! The properties as stateright asks them: each judge's verdict, quiescence, and the
+//! model's own invariant that applications make progress.
+
+use stateright::{Expectation, Property};
+
+use super::{judged_bits, Judge, RecipeModel, State, Workload, MAX_JUDGES};
+
+/// The name of the model's own invariant that no application is stuck
+/// ([`RecipeModel::makes_progress`]).
+pub const PROGRESS: &str = "applications make progress";
+
+/// The name of the `always` and `eventually` properties given to stateright as one (see
+/// [`RecipeModel::one_invariant`]); never reported: the search names the one that failed.
+pub const INVARIANTS: &str = "every always and eventually property";
+
+impl<W: Workload> RecipeModel<W> {
+    /// Whether `state` is a settled moment: nothing in flight to or from any live client, and
+    /// every machine at rest ([`Workload::at_rest`]).
+    pub(super) fn settled(&self, state: &State<W>) -> bool {
+        state.seats.iter().all(|seat| {
+            seat.client.crashed
+                || (seat.queues.inbox.is_empty()
+                    && seat.queues.outbox.is_empty()
+                    && self.workload.at_rest(&seat.client.machine))
+        })
+    }
+
+    /// Whether client `c`'s act may come now, as far as waiting goes: it does not wait for a
+    /// settled moment, or `settled` says this is one and no live client's application is
+    /// behind it ([`Workload::act_waits_for`]: the job's later cycles).
+    pub(super) fn act_in_step(&self, state: &State<W>, c: usize, settled: bool) -> bool {
+        let app = &state.client(c).app;
+        if !self.workload.act_waits_for_settled(app) {
+            return true;
+        }
+        let mut live = state.seats.iter().filter(|seat| !seat.client.crashed);
+        settled
+            && !live.any(|seat| {
+                let other = &seat.client;
+                self.workload
+                    .act_waits_for(app, &other.app, &other.machine, &state.zk)
+            })
+    }
+
+    /// The model's own invariant: an application with an act to take is not stuck. It is
+    /// stuck where every live client is idle (nothing in flight, no timer) and the server has
+    /// no abandoned session left to expire, so that only a fault could move the state on, and
+    /// yet its act is not enabled, because it waits for a
+    /// settled moment that never comes (a machine that is not at rest with nothing to do). No
+    /// liveness property judges such a state (it is not quiescent), so it is reported here.
+    /// This found a job instance that queued its failover check at the end of a cycle and
+    /// left it waiting for an input that never came.
+    pub fn makes_progress(&self, state: &State<W>) -> bool {
+        let live = || state.seats.iter().filter(|seat| !seat.client.crashed);
+        let wants_to_act = live().any(|seat| self.workload.can_act(&seat.client.app, &state.zk));
+        // An abandoned session the server has yet to expire will go, and its ephemerals with
+        // it: a machine waiting on one of them is not stuck.
+        if !wants_to_act || !live().all(|seat| seat.idle()) || !state.abandoned.is_empty() {
+            return true;
+        }
+        let settled = self.settled(state);
+        (0..state.seats.len()).any(|c| {
+            let client = state.client(c);
+            !client.crashed
+                && self.workload.can_act(&client.app, &state.zk)
+                && self.act_in_step(state, c, settled)
+        })
+    }
+
+    /// Why [`makes_progress`](Self::makes_progress) fails in `state`: the clients that want
+    /// to act and cannot, and the machines that are not at rest.
+    pub fn stuck_detail(&self, state: &State<W>) -> String {
+        let live = || (state.seats.iter().enumerate()).filter(|(_, seat)| !seat.client.crashed);
+        let waiting: Vec<usize> = live()
+            .filter(|(_, seat)| self.workload.can_act(&seat.client.app, &state.zk))
+            .map(|(c, _)| c)
+            .collect();
+        let restless: Vec<usize> = live()
+            .filter(|(_, seat)| !self.workload.at_rest(&seat.client.machine))
+            .map(|(c, _)| c)
+            .collect();
+        format!(
+            "every client is idle; clients {waiting:?} have an act to take that waits for a \
+             settled moment, which cannot come: clients {restless:?} are not at rest with \
+             nothing to do"
+        )
+    }
+
+    /// Judge `index`'s property as stateright gets it apart: an `eventually` one judged at
+    /// quiescence (see the module docs).
+    pub(super) fn judged_property((index, judge): (usize, &Judge<W>)) -> Property<Self> {
+        match judge.expectation {
+            Expectation::Eventually => Property {
+                expectation: Expectation::Always,
+                name: judge.name,
+                condition: Self::QUIESCENT_VERDICTS[index],
+            },
+            _ => Property {
+                expectation: judge.expectation.clone(),
+                name: judge.name,
+                condition: Self::VERDICTS[index],
+            },
+        }
+    }
+
+    /// The model's own invariant, [`PROGRESS`].
+    pub(super) fn progress_property() -> Property<Self> {
+        Property {
+            expectation: Expectation::Always,
+            name: PROGRESS,
+            condition: Self::makes_progress,
+        }
+    }
+
+    /// The `always` and `eventually` properties, in the order stateright gets them apart.
+    fn invariants_apart() -> impl Iterator<Item = Property<Self>> {
+        let judged = W::judges().iter().enumerate().map(Self::judged_property);
+        judged
+            .filter(|p| p.expectation != Expectation::Sometimes)
+            .chain([Self::progress_property()])
+    }
+
+    /// Whether every `always` and `eventually` property holds in `state`, as stateright judges
+    /// each apart.
+    pub fn invariants_hold(&self, state: &State<W>) -> bool {
+        Self::invariants_apart().all(|p| (p.condition)(self, state))
+    }
+
+    /// [`RecipeModel::invariants_hold`], noting the `sometimes` properties `state` has reached
+    /// in [`RecipeModel::reached`]: the one property a depth-first search gives stateright.
+    pub(super) fn invariants_hold_noting_reached(&self, state: &State<W>) -> bool {
+        (self.reached).note(state.verdicts & judged_bits::<W>(Expectation::Sometimes));
+        self.invariants_hold(state)
+    }
+
+    /// The first `always` or `eventually` property, in the order stateright gets them apart,
+    /// that fails in `state` (where [`RecipeModel::invariants_hold`] is false).
+    ///
+    /// # Panics
+    /// If every one of them holds there.
+    pub fn first_broken_invariant(&self, state: &State<W>) -> &'static str {
+        Self::invariants_apart()
+            .find(|p| !(p.condition)(self, state))
+            .map(|p| p.name)
+            .expect("the invariants failed here, so one of them does")
+    }
+
+    /// Whether the clients are quiescent: nothing is in flight, no timer is pending, no
+    /// application has anything to do, one of them still takes part in the recipe, and the
+    /// server has no abandoned session left to expire (a client told its session expired
+    /// leaves one behind, whose ephemerals block the others until the server expires it,
+    /// which it will, as a timer fires). Only a fault can move such a state on, and a
+    /// liveness property must hold in it.
+    pub fn quiescent(&self, state: &State<W>) -> bool {
+        if !state.abandoned.is_empty() {
+            return false;
+        }
+        let idle = state.seats.iter().all(|seat| {
+            seat.client.crashed
+                || (seat.idle() && !self.workload.can_act(&seat.client.app, &state.zk))
+        });
+        let taking_part = state
+            .seats
+            .iter()
+            .any(|seat| !seat.client.crashed && !self.workload.finished(&seat.client.app));
+        idle && taking_part
+    }
+}
+
+/// A property's condition, as stateright takes it.
+type Condition<W> = fn(&RecipeModel<W>, &State<W>) -> bool;
+
+/// Reads verdict bit `N` of a quiescent state ([`RecipeModel::quiescent`]);
+/// true elsewhere.
+fn quiescent_verdict<W: Workload, const N: u8>(model: &RecipeModel<W>, state: &State<W>) -> bool {
+    state.verdicts & (1 << N) != 0 || !model.quiescent(state)
+}
+
+/// Reads verdict bit `N` of a state.
+fn verdict<W: Workload, const N: u8>(_: &RecipeModel<W>, state: &State<W>) -> bool {
+    state.verdicts & (1 << N) != 0
+}
+
+impl<W: Workload> RecipeModel<W> {
+    /// Property conditions reading each verdict bit at quiescence (stateright takes plain
+    /// function pointers).
+    const QUIESCENT_VERDICTS: [Condition<W>; MAX_JUDGES] = [
+        quiescent_verdict::<W, 0>,
+        quiescent_verdict::<W, 1>,
+        quiescent_verdict::<W, 2>,
+        quiescent_verdict::<W, 3>,
+        quiescent_verdict::<W, 4>,
+        quiescent_verdict::<W, 5>,
+        quiescent_verdict::<W, 6>,
+        quiescent_verdict::<W, 7>,
+    ];
+
+    /// Property conditions reading each verdict bit.
+    const VERDICTS: [Condition<W>; MAX_JUDGES] = [
+        verdict::<W, 0>,
+        verdict::<W, 1>,
+        verdict::<W, 2>,
+        verdict::<W, 3>,
+        verdict::<W, 4>,
+        verdict::<W, 5>,
+        verdict::<W, 6>,
+        verdict::<W, 7>,
+    ];
+}
