@@ -1,0 +1,415 @@
+//! `zkharness check`: the exhaustive search, its text and JSON reports, and a counterexample
+//! exported as a scenario.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use stateright::Model;
+use zkh_model::check::{
+    check_searched, Action, GaveUp, Limits, Progress, RecipeModel, State, Workload,
+    MAX_LOAD_PERCENT, PROGRESS, SHORTEN_STATES,
+};
+use zkh_scenarios::known_bad::known_bad;
+use zkh_scenarios::{export, Recipe, RecipeKind, Scenario};
+
+use crate::walks::run_walks;
+use crate::{say, CheckArgs, SearcherArg, BAD_INPUT};
+
+pub(crate) fn run_check<W: Workload>(
+    model: RecipeModel<W>,
+    recipe: &Recipe,
+    args: &CheckArgs,
+) -> ExitCode {
+    let model = RecipeModel {
+        partial_order: !args.no_partial_order,
+        reads_first: args.reads_first,
+        ..model
+    };
+    if let Some(walks) = args.walks {
+        return run_walks(model, recipe, args, walks);
+    }
+    if args.max_states == 0 {
+        eprintln!("zkharness: --max-states 0: a check needs at least one state");
+        return ExitCode::from(BAD_INPUT);
+    }
+    if args.preemptions.is_some() && args.searcher == SearcherArg::Stateright {
+        eprintln!(
+            "zkharness: --preemptions bounds our depth-first search only; drop --searcher \
+             stateright"
+        );
+        return ExitCode::from(BAD_INPUT);
+    }
+    if args.compact_mib.is_some() && args.searcher == SearcherArg::Stateright {
+        eprintln!(
+            "zkharness: --compact-mib compacts our depth-first search's visited set only; drop \
+             --searcher stateright"
+        );
+        return ExitCode::from(BAD_INPUT);
+    }
+    let started = Instant::now();
+    let limits = Limits {
+        max_states: Some(args.max_states),
+        max_depth: args.max_depth,
+        symmetry: !args.no_symmetry,
+        preemptions: args.preemptions,
+        compact_mib: args.compact_mib,
+        threads: usize::from(args.threads),
+    };
+    let searcher = args.searcher.searcher();
+    let verdict = if std::io::stderr().is_terminal() {
+        // A spinner for long checks, on a terminal only: logs and pipes get the result alone.
+        let spinner = ProgressBar::new_spinner();
+        spinner.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").expect("a valid template"),
+        );
+        let mut show = |progress: &Progress| {
+            spinner.set_message(format!(
+                "depth first: {} states, {} unique, depth {}",
+                progress.states, progress.unique_states, progress.max_depth
+            ));
+            spinner.tick();
+        };
+        let verdict = check_searched(&model, limits, searcher, Some(&mut show));
+        spinner.finish_and_clear();
+        verdict
+    } else if let Some(every) = args.progress_secs {
+        // Lines for a log, where a spinner would be noise: one every `every` seconds at most.
+        let mut last = Instant::now();
+        let mut log = |progress: &Progress| {
+            if last.elapsed().as_secs() >= every {
+                last = Instant::now();
+                eprintln!(
+                    "zkharness: {:.0} s: {} states, {} unique, depth {}",
+                    started.elapsed().as_secs_f64(),
+                    progress.states,
+                    progress.unique_states,
+                    progress.max_depth
+                );
+            }
+        };
+        check_searched(&model, limits, searcher, Some(&mut log))
+    } else {
+        check_searched(&model, limits, searcher, None)
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let per_second = verdict.unique_states as f64 / seconds.max(1e-9);
+    let final_state = (verdict.violation.as_ref()).map(|violation| replay(&model, &violation.path));
+    if let (Some(path), Some(violation)) = (&args.export, &verdict.violation) {
+        if let Err(message) = write_scenario(path, recipe, violation.property, &violation.path) {
+            eprintln!("zkharness: {message}");
+            return ExitCode::from(BAD_INPUT);
+        }
+    }
+    if args.json {
+        let result = match (&verdict.violation, &final_state) {
+            (Some(violation), Some((_, steps))) => serde_json::json!({
+                "violation": violation.property,
+                "path": steps,
+                "shortest": violation.shortest,
+                "found_steps": violation.found_steps,
+            }),
+            _ if !verdict.complete => serde_json::json!("incomplete"),
+            _ => serde_json::json!("pass"),
+        };
+        let report = json_report(
+            recipe,
+            serde_json::json!({
+                "states": verdict.states,
+                "unique_states": verdict.unique_states,
+                "max_depth": verdict.max_depth,
+                "search": "depth-first",
+                "searcher": args.searcher.name(),
+                "symmetry": verdict.symmetry,
+                "partial_order": !args.no_partial_order,
+                "preemptions": args.preemptions,
+                "reads_first": args.reads_first,
+                "threads": args.threads,
+                "states_by_thread": (!verdict.states_by_thread.is_empty())
+                    .then_some(&verdict.states_by_thread),
+                "seconds": seconds,
+                "states_per_sec": per_second.round(),
+                "sometimes_unreached": verdict.unreached,
+                "gave_up": verdict.gave_up.map(|limit| match limit {
+                    GaveUp::States(_) => "max-states",
+                    GaveUp::Depth(_) => "max-depth",
+                    GaveUp::VisitedFull(_) => "visited-full",
+                }),
+                "compaction": verdict.compaction.map(|compaction| serde_json::json!({
+                    "mib": args.compact_mib,
+                    "slots": compaction.slots,
+                    "compared": compaction.compared,
+                    "expected_missed": compaction.expected_missed(),
+                })),
+                "result": result,
+            }),
+        );
+        say!("{report}");
+    } else {
+        print_banner(recipe);
+        let search = match (args.preemptions, verdict.symmetry) {
+            (Some(bound), _) => format!(
+                "depth first, only schedules with at most {}; a state counted once per running \
+                 client and preemptions used",
+                preemptions(bound)
+            ),
+            (None, true) => "depth first; states that differ only in which client is which \
+                             counted once"
+                .to_owned(),
+            (None, false) => "depth first".to_owned(),
+        };
+        let search = if args.no_partial_order {
+            format!("{search}; every interleaving, without the partial-order reduction")
+        } else {
+            search
+        };
+        let search = if args.reads_first {
+            format!("{search}; only schedules where the server answers a waiting read at once")
+        } else {
+            search
+        };
+        let search = match (args.threads, &verdict.states_by_thread[..]) {
+            (1, _) => search,
+            (threads, []) => format!("{search}; on {threads} threads"),
+            (threads, by_thread) => {
+                let generated: usize = by_thread.iter().sum();
+                let shares: Vec<String> = (by_thread.iter())
+                    .map(|states| {
+                        format!("{:.0}%", 100.0 * *states as f64 / generated.max(1) as f64)
+                    })
+                    .collect();
+                format!(
+                    "{search}; on {threads} threads, which generated {} of the states",
+                    shares.join(", ")
+                )
+            }
+        };
+        say!(
+            "states: {} generated, {} unique, depth {}, {:.1} s, {:.0} unique states/s ({search})",
+            verdict.states,
+            verdict.unique_states,
+            verdict.max_depth,
+            seconds,
+            per_second
+        );
+        if let Some(compaction) = verdict.compaction {
+            say!(
+                "hash compaction: {} slots of 4 bytes, {:.1}% taken; expected states missed: \
+                 {:.2e} (new states' probes passed {} taken slots, each a 2^-32 chance)",
+                compaction.slots,
+                100.0 * verdict.unique_states as f64 / compaction.slots as f64,
+                compaction.expected_missed(),
+                compaction.compared
+            );
+        }
+        print_unreached(&verdict.unreached, "a pass says less");
+        match (&verdict.violation, &final_state) {
+            (Some(violation), Some((state, steps))) => {
+                print_violation(&model, violation.property, state);
+                if violation.shortest {
+                    say!("shortest counterexample, {} steps:", steps.len());
+                } else {
+                    say!(
+                        "counterexample, {} steps (found depth first in {} steps, too deep to \
+                         shorten within the first {SHORTEN_STATES} states breadth first; shrunk, \
+                         so it may not be the shortest):",
+                        steps.len(),
+                        violation.found_steps
+                    );
+                }
+                print_steps(steps, args);
+            }
+            _ => match verdict.gave_up {
+                Some(GaveUp::States(max)) => say!(
+                    "INCOMPLETE: no violation in the first {} states; the check gave up at \
+                     --max-states {max}\n(a larger --max-states costs time and 10.7 to 13.3 \
+                     bytes a unique state, or 4 a slot with --compact-mib; fewer --clients or a \
+                     smaller --faults budget shrink the space)",
+                    verdict.states
+                ),
+                Some(GaveUp::VisitedFull(mib)) => say!(
+                    "INCOMPLETE: no violation in the first {} states; the check gave up when \
+                     {MAX_LOAD_PERCENT}% of the visited set's slots were taken (--compact-mib \
+                     {mib})\n(a larger --compact-mib holds more: 4 bytes a slot)",
+                    verdict.states
+                ),
+                Some(GaveUp::Depth(max)) => say!(
+                    "INCOMPLETE: no violation in {} states, but some paths are longer than \
+                     --max-depth {max} steps\n(a recipe that can repeat a step for ever has no \
+                     end: look for a loop in the deepest paths, e.g. with `zkharness explore`; \
+                     or raise --max-depth)",
+                    verdict.states
+                ),
+                None => {
+                    let bounds: Vec<String> = (args.preemptions)
+                        .map(|bound| format!("with at most {}", preemptions(bound)))
+                        .into_iter()
+                        .chain(
+                            (args.reads_first)
+                                .then(|| "where the server answers a waiting read at once".into()),
+                        )
+                        .collect();
+                    if bounds.is_empty() {
+                        say!("no violation");
+                    } else {
+                        say!(
+                            "no violation in any schedule {} (not a proof for the others)",
+                            bounds.join(" and ")
+                        );
+                    }
+                }
+            },
+        }
+    }
+    if verdict.violation.is_some() {
+        return ExitCode::from(1);
+    }
+    note_known_bad(recipe, args.json);
+    if !verdict.complete {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `count` preemptions, in words.
+fn preemptions(count: u8) -> String {
+    match count {
+        1 => "1 preemption".to_owned(),
+        _ => format!("{count} preemptions"),
+    }
+}
+
+/// The first line of a report: what was checked.
+/// One JSON report of a check or of walks: what was checked (`recipe`), and `fields`, an
+/// object, which it adds.
+pub(crate) fn json_report(recipe: &Recipe, fields: serde_json::Value) -> serde_json::Value {
+    let mut report = serde_json::json!({
+        "recipe": recipe.name,
+        "variant": recipe.variant,
+        "clients": recipe.clients,
+        "faults": recipe.faults,
+        "acting": recipe.acting,
+    });
+    let (Some(report_fields), serde_json::Value::Object(fields)) = (report.as_object_mut(), fields)
+    else {
+        unreachable!("a report and its fields are JSON objects");
+    };
+    report_fields.extend(fields);
+    report
+}
+
+pub(crate) fn print_banner(recipe: &Recipe) {
+    say!(
+        "{} ({}), {} clients, faults {}, acting {}",
+        recipe.name,
+        recipe.variant,
+        recipe.clients,
+        recipe.faults,
+        serde_json::to_value(recipe.acting).expect("a name")
+    );
+}
+
+/// The `sometimes` properties nothing reached, if any, and why that matters (`says_less`).
+pub(crate) fn print_unreached(unreached: &[&str], says_less: &str) {
+    if !unreached.is_empty() {
+        say!(
+            "note: never reached ({says_less}): {}",
+            unreached.join(", ")
+        );
+    }
+}
+
+/// The violated property, and what its function says of the path's last state.
+pub(crate) fn print_violation<W: Workload>(
+    model: &RecipeModel<W>,
+    property: &str,
+    state: &State<W>,
+) {
+    let detail = if property == PROGRESS {
+        model.stuck_detail(state)
+    } else {
+        state
+            .findings()
+            .into_iter()
+            .find(|f| f.property == property || !f.holds)
+            .map(|f| f.detail)
+            .unwrap_or_default()
+    };
+    say!("VIOLATION of {property}: {detail}");
+}
+
+/// A counterexample's steps, numbered, and where it was exported.
+pub(crate) fn print_steps(steps: &[String], args: &CheckArgs) {
+    for (index, step) in steps.iter().enumerate() {
+        say!("{:>4}. {step}", index + 1);
+    }
+    if let Some(path) = &args.export {
+        say!("exported to {}", path.display());
+    }
+}
+
+/// Replays a counterexample keeping the whole history, so that the violation is explained with
+/// every event of its path and their true places: its last state, and each step described.
+pub(crate) fn replay<W: Workload>(
+    model: &RecipeModel<W>,
+    path: &[Action],
+) -> (State<W>, Vec<String>) {
+    let model = RecipeModel {
+        forget_settled: false,
+        ..model.clone()
+    };
+    let mut state = model.init_states().remove(0);
+    let mut steps = Vec::new();
+    for action in path {
+        steps.push(model.describe(&state, action));
+        state = model
+            .next_state(&state, action.clone())
+            .expect("a counterexample's actions are enabled");
+    }
+    (state, steps)
+}
+
+/// Writes a counterexample as a scenario file the simulator replays.
+pub(crate) fn write_scenario(
+    file: &std::path::Path,
+    recipe: &Recipe,
+    property: &str,
+    path: &[Action],
+) -> Result<(), String> {
+    let scenario: Scenario = export(recipe, property, path);
+    let text = serde_json::to_string_pretty(&scenario).expect("a scenario serialises");
+    std::fs::write(file, text + "\n")
+        .map_err(|error| format!("cannot write {}: {error}", file.display()))
+}
+
+/// For a known-bad variant that showed no violation, how it is caught (on stdout with the
+/// text report, on stderr beside a JSON one): under other options its bug may not be able to
+/// happen, and a pass there does not mean it is fixed.
+pub(crate) fn note_known_bad(recipe: &Recipe, json: bool) {
+    let Some(entry) = known_bad(&recipe.name, &recipe.variant) else {
+        return;
+    };
+    let note = format!(
+        "note: {} is a known-bad variant of {}, and this check did not show its bug; it \
+         breaks \"{}\" under: {}",
+        entry.variant,
+        recipe.name,
+        entry.property,
+        entry.command()
+    );
+    if json {
+        eprintln!("{note}");
+    } else {
+        say!("{note}");
+    }
+}
+
+/// The job's `--items` and `--cycles`, as the command line gives them.
+pub(crate) fn job_shape(recipe: &Recipe) -> String {
+    match &recipe.kind {
+        RecipeKind::Job(job) => format!(" --items {} --cycles {}", job.items, job.cycles),
+        _ => String::new(),
+    }
+}
