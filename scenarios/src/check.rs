@@ -225,14 +225,16 @@ pub(crate) fn run_check<W: Workload>(
                     "INCOMPLETE: no violation in the first {} states; the check gave up at \
                      --max-states {max}\n(a larger --max-states costs time and 10.7 to 13.3 \
                      bytes a unique state, or 4 a slot with --compact-mib; fewer --clients or a \
-                     smaller --faults budget shrink the space)",
-                    verdict.states
+                     smaller --faults budget shrink the space){}",
+                    verdict.states,
+                    narrower_searches(args)
                 ),
                 Some(GaveUp::VisitedFull(mib)) => say!(
                     "INCOMPLETE: no violation in the first {} states; the check gave up when \
                      {MAX_LOAD_PERCENT}% of the visited set's slots were taken (--compact-mib \
-                     {mib})\n(a larger --compact-mib holds more: 4 bytes a slot)",
-                    verdict.states
+                     {mib})\n(a larger --compact-mib holds more: 4 bytes a slot){}",
+                    verdict.states,
+                    narrower_searches(args)
                 ),
                 Some(GaveUp::Depth(max)) => say!(
                     "INCOMPLETE: no violation in {} states, but some paths are longer than \
@@ -271,6 +273,22 @@ pub(crate) fn run_check<W: Workload>(
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// For a search that gave up at a limit of its space: the searches of a stated part of it that
+/// the check did not already use, and the random walks, each a line (empty when none is left).
+fn narrower_searches(args: &CheckArgs) -> String {
+    let mut lines = String::new();
+    if args.preemptions.is_none() && !args.reads_first {
+        lines.push_str(
+            "\nwhere the whole space is out of reach, search a stated part of it to the end: \
+             --preemptions K (every schedule with at most K preemptions) or --reads-first \
+             (every schedule where the server answers a waiting read at once)",
+        );
+    }
+    lines
+        .push_str("\nor sample the whole space with --walks N (finds bugs; a pass proves nothing)");
+    lines
 }
 
 /// `count` preemptions, in words.

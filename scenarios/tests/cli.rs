@@ -547,6 +547,17 @@ fn a_check_that_reaches_its_state_limit_says_so_and_exits_2() {
         stdout.contains("fewer --clients or a smaller --faults budget"),
         "the message says how to make the space smaller: {stdout}"
     );
+    assert!(
+        stdout.contains("--preemptions K") && stdout.contains("--walks N"),
+        "and which narrower searches are left: {stdout}"
+    );
+    let bounded = ["check", "lock", "--max-states", "1000", "--reads-first"];
+    let (code, stdout, _) = zkharness(&bounded);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(
+        !stdout.contains("--preemptions K") && stdout.contains("--walks N"),
+        "a bounded search is not told to bound itself: {stdout}"
+    );
 }
 
 #[test]
