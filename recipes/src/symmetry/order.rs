@@ -51,10 +51,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{
-    fixed_hasher, renamed_hash, write_slots, Recorder, Renaming, Renamings, Slot, Symmetric,
-    MAX_SYMMETRIC_CLIENTS,
-};
+use super::renaming::{write_slots, Recorder, Slot};
+use super::{fixed_hasher, renamed_hash, Renaming, Renamings, Symmetric, MAX_SYMMETRIC_CLIENTS};
 use std::cell::{Cell, RefCell};
 use std::hash::Hasher;
 
