@@ -1,0 +1,163 @@
+//! A server's side of its clients' connections: sessions, requests, pings and syncs.
+
+use zkh_model::Request;
+
+use crate::clock::Instant;
+use crate::protocol::{Addr, Message, Origin, Txn, TxnKind};
+
+use super::{lock, Role, Server};
+
+impl Server {
+    pub(super) fn handle_client(&mut self, client: u32, conn: u64, message: Message, now: Instant) {
+        if let Message::PeerDown = message {
+            self.connected.retain(|_, (c, _)| *c != client);
+            return;
+        }
+        if !self.serving() {
+            let answer = if matches!(message, Message::Connect { .. }) {
+                Message::Refused
+            } else {
+                Message::Disconnect
+            };
+            self.send_client(client, conn, answer);
+            return;
+        }
+        match message {
+            Message::Connect {
+                session,
+                last_zxid,
+                timeout_ms,
+            } => {
+                if self.last_zxid() < last_zxid {
+                    self.send_client(client, conn, Message::Refused);
+                    return;
+                }
+                match session {
+                    None => {
+                        let timeout_ms = timeout_ms.clamp(
+                            self.config.min_session_timeout_ms,
+                            self.config.max_session_timeout_ms,
+                        );
+                        let origin = Origin {
+                            server: self.id,
+                            client,
+                            xid: 0,
+                            conn,
+                        };
+                        self.submit(Txn {
+                            kind: TxnKind::OpenSession { timeout_ms },
+                            origin: Some(origin),
+                        });
+                    }
+                    Some(session) => {
+                        let timeout = lock(&self.shared.disk)
+                            .session_timeouts
+                            .get(&session)
+                            .copied();
+                        match timeout {
+                            Some(timeout_ms) => {
+                                self.connected.insert(session, (client, conn));
+                                self.touch(session, now);
+                                self.send_client(
+                                    client,
+                                    conn,
+                                    Message::Connected {
+                                        session,
+                                        timeout_ms,
+                                    },
+                                );
+                            }
+                            None => self.send_client(client, conn, Message::Expired),
+                        }
+                    }
+                }
+            }
+            Message::Request {
+                xid,
+                session,
+                request,
+            } => {
+                if self.connected.get(&session) != Some(&(client, conn)) {
+                    self.send_client(client, conn, Message::Disconnect);
+                    return;
+                }
+                self.touch(session, now);
+                let origin = Origin {
+                    server: self.id,
+                    client,
+                    xid,
+                    conn,
+                };
+                if let Request::Sync { .. } = request {
+                    match &self.role {
+                        Role::Leading(_) => self.reply_sync(origin),
+                        Role::Following { leader, .. } => {
+                            self.send(Addr::Server(*leader), Message::SyncRequest { origin })
+                        }
+                        Role::Looking { .. } => unreachable!("checked serving above"),
+                    }
+                } else if request.is_write() {
+                    self.submit(Txn {
+                        kind: TxnKind::Write { session, request },
+                        origin: Some(origin),
+                    });
+                } else {
+                    let (applied, zxid) = {
+                        let mut disk = lock(&self.shared.disk);
+                        (disk.model.apply(session, &request), disk.model.last_zxid())
+                    };
+                    self.send_client(
+                        client,
+                        conn,
+                        Message::Reply {
+                            xid,
+                            zxid,
+                            reply: applied.reply,
+                        },
+                    );
+                }
+            }
+            Message::Ping { session } => {
+                // A ping on a connection this server does not know (it restarted since, or the
+                // session moved away) meets what a TCP reset tells a real client.
+                if self.connected.get(&session) != Some(&(client, conn)) {
+                    self.send_client(client, conn, Message::Disconnect);
+                    return;
+                }
+                self.touch(session, now);
+                self.send_client(client, conn, Message::Pong);
+            }
+            Message::SetWatches {
+                session,
+                last_zxid,
+                watches,
+            } => {
+                if self.connected.get(&session) == Some(&(client, conn)) {
+                    let fired = lock(&self.shared.disk)
+                        .model
+                        .set_watches(session, last_zxid, &watches);
+                    self.deliver(fired);
+                }
+            }
+            Message::Close { xid, session } => {
+                let origin = Origin {
+                    server: self.id,
+                    client,
+                    xid,
+                    conn,
+                };
+                self.submit(Txn {
+                    kind: TxnKind::CloseSession {
+                        session,
+                        expired: false,
+                    },
+                    origin: Some(origin),
+                });
+            }
+            other => panic!(
+                "server {} got a server-to-client message from client {client}: {other:?}",
+                self.id
+            ),
+        }
+    }
+}

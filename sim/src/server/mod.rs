@@ -1,0 +1,344 @@
+//! One simulated ZooKeeper server: a madsim node running a replica of the pure model.
+//!
+//! # Roles
+//!
+//! A server starts **looking**. Every 100 ms it sends a vote (its epoch and last committed zxid)
+//! to the others; once it holds fresh votes from a quorum, the best of them, by (zxid, id), leads:
+//! so at start, when every zxid is 0, the highest id wins (measured on a real ensemble). The new
+//! leader starts the next epoch (`zxid = epoch << 32`) and sends its committed state to the
+//! others, which **follow** it. A server that joins later learns the leader from anyone's answer
+//! to its vote and asks to join.
+//!
+//! # Writes
+//!
+//! A write goes to the leader, which proposes it with the next zxid; once a quorum has logged it,
+//! the leader commits it, and every server applies committed transactions in zxid order. The
+//! server the client is connected to replies after applying, sending the watch events the
+//! transaction fired on that server before the reply. Proposals that never reached a quorum die
+//! with their leader.
+//!
+//! # Reads and sync
+//!
+//! A read is answered from the server's own applied state, which lags the leader on a slow
+//! follower. `sync` asks the leader for its commit point and answers once the follower has
+//! applied that far.
+//!
+//! # Sessions
+//!
+//! Opening and closing a session are transactions. The leader owns expiry: it keeps each
+//! session's deadline in tick buckets (`(now + timeout)` rounded up to the next tick, as
+//! ZooKeeper's `ExpiryQueue` does), touched by the session's pings and requests (followers
+//! report theirs in their heartbeats), and proposes a close when a deadline passes. When the
+//! leader changes, deadlines restart.
+//!
+//! # Losing the leader
+//!
+//! A follower that has not heard its leader for `sync_limit` ticks, or that learns its
+//! connection to it broke, goes back to looking and drops its clients; so does a leader that
+//! has not heard a quorum for as long.
+//!
+//! This file holds the server's state, its loop and its plumbing; `clients.rs` its clients'
+//! requests, `peers.rs` elections and leadership, `commit.rs` the write path.
+//!
+//! Not modelled: observers, dynamic reconfiguration, ACLs, the transaction log's own I/O,
+//! `SessionMoved`.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::clock::{now, Instant};
+use zkh_model::{History, HistoryEvent, Reply, ZkModel};
+use zkh_recipes::SessionId;
+
+use crate::net::{Envelope, Net};
+use crate::protocol::{Addr, Message, Origin, Txn};
+
+mod clients;
+mod commit;
+mod peers;
+
+/// How often a looking server votes.
+const VOTE_INTERVAL: Duration = Duration::from_millis(100);
+/// How long a vote counts.
+const VOTE_FRESH_FOR: Duration = Duration::from_millis(350);
+
+/// The settings of every server of an ensemble.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The number of servers.
+    pub ensemble_size: u32,
+    /// ZooKeeper's `tickTime`.
+    pub tick_ms: u64,
+    /// Ticks without hearing the leader (or a quorum) before giving up on it (`syncLimit`).
+    pub sync_limit_ticks: u64,
+    /// The smallest session timeout granted.
+    pub min_session_timeout_ms: u64,
+    /// The largest session timeout granted.
+    pub max_session_timeout_ms: u64,
+}
+
+impl ServerConfig {
+    fn quorum(&self) -> usize {
+        self.ensemble_size as usize / 2 + 1
+    }
+}
+
+/// What survives a crash: the committed state, as a transaction log and snapshots would keep it.
+#[derive(Clone, Debug, Default)]
+pub struct Disk {
+    /// The committed tree and sessions (its watch tables belong to the running process).
+    pub model: ZkModel,
+    /// Every live session's timeout.
+    pub session_timeouts: BTreeMap<SessionId, u64>,
+    /// The last epoch this server accepted.
+    pub epoch: u32,
+}
+
+/// A server's role, as the fault injector and the history see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleSummary {
+    /// The process is not running.
+    Down,
+    /// Electing.
+    Looking,
+    /// Following the given server.
+    Following(u32),
+    /// Leading the given epoch.
+    Leading(u32),
+}
+
+/// State shared between a server process and the harness: it outlives the process.
+#[derive(Debug)]
+pub struct ServerShared {
+    /// The server's disk.
+    pub disk: Mutex<Disk>,
+    /// Extra delay before applying a committed transaction (the slow-follower fault).
+    pub apply_delay_ms: Mutex<u64>,
+    /// The current role.
+    pub role: Mutex<RoleSummary>,
+    /// Sessions the leader must expire at its next heartbeat (the expire-session fault).
+    pub expire_now: Mutex<Vec<SessionId>>,
+}
+
+impl Default for ServerShared {
+    fn default() -> Self {
+        ServerShared {
+            disk: Mutex::new(Disk::default()),
+            apply_delay_ms: Mutex::new(0),
+            role: Mutex::new(RoleSummary::Down),
+            expire_now: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+struct Leader {
+    epoch: u32,
+    since: Instant,
+    last_proposed: i64,
+    proposals: BTreeMap<i64, (Txn, BTreeSet<u32>)>,
+    followers_heard: BTreeMap<u32, Instant>,
+    deadlines: BTreeMap<SessionId, Instant>,
+    expiring: BTreeSet<SessionId>,
+}
+
+enum Role {
+    Looking {
+        votes: BTreeMap<u32, (Instant, u32, i64)>,
+    },
+    Following {
+        leader: u32,
+        epoch: u32,
+        last_heard: Instant,
+    },
+    Leading(Leader),
+}
+
+/// One server process.
+pub struct Server {
+    id: u32,
+    config: ServerConfig,
+    net: Arc<Net>,
+    shared: Arc<ServerShared>,
+    history: Arc<Mutex<History>>,
+    started: Instant,
+    role: Role,
+    /// The sessions connected here: their client process and connection.
+    connected: BTreeMap<SessionId, (u32, u64)>,
+    touched: BTreeSet<SessionId>,
+    pending: BTreeMap<i64, Txn>,
+    apply_queue: VecDeque<(Instant, i64, Txn)>,
+    /// Waiting for the leader's snapshot after missing a proposal: log and apply nothing.
+    resyncing: bool,
+    waiting_syncs: Vec<(Origin, i64)>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .expect("simulation mutex poisoned by a panicking task")
+}
+
+/// Runs server `id` until its node is killed.
+pub async fn run_server(
+    id: u32,
+    config: ServerConfig,
+    net: Arc<Net>,
+    shared: Arc<ServerShared>,
+    history: Arc<Mutex<History>>,
+) {
+    let mut inbox = net.attach(Addr::Server(id));
+    lock(&shared.disk).model.clear_watches();
+    let mut server = Server {
+        id,
+        config: config.clone(),
+        net,
+        shared,
+        history,
+        started: now(),
+        role: Role::Looking {
+            votes: BTreeMap::new(),
+        },
+        connected: BTreeMap::new(),
+        touched: BTreeSet::new(),
+        pending: BTreeMap::new(),
+        apply_queue: VecDeque::new(),
+        resyncing: false,
+        waiting_syncs: Vec::new(),
+    };
+    server.set_role_summary(RoleSummary::Looking);
+    let heartbeat = Duration::from_millis(config.tick_ms / 2);
+    let mut next_heartbeat = now() + heartbeat;
+    let mut next_vote = now();
+    loop {
+        let mut wake = next_heartbeat;
+        if matches!(server.role, Role::Looking { .. }) {
+            wake = wake.min(next_vote);
+        }
+        if let Some((due, _, _)) = server.apply_queue.front() {
+            wake = wake.min(*due);
+        }
+        tokio::select! {
+            // Branches are polled in order: the default random order would be entropy from outside
+            // the seed.
+            biased;
+            envelope = inbox.recv() => {
+                let Some(envelope) = envelope else { return };
+                server.handle(envelope);
+            }
+            _ = madsim::time::sleep_until(wake) => {}
+        }
+        let now = now();
+        if now >= next_heartbeat {
+            server.heartbeat(now);
+            next_heartbeat = now + heartbeat;
+        }
+        if matches!(server.role, Role::Looking { .. }) && now >= next_vote {
+            server.election_round(now);
+            next_vote = now + VOTE_INTERVAL;
+        }
+        server.apply_due(now);
+    }
+}
+
+impl Server {
+    fn me(&self) -> Addr {
+        Addr::Server(self.id)
+    }
+
+    fn send(&self, to: Addr, message: Message) {
+        self.net.send(self.me(), to, message);
+    }
+
+    /// Answers the request `origin` names, on the connection it came on.
+    fn reply(&self, origin: Origin, zxid: i64, reply: Reply) {
+        self.send_client(
+            origin.client,
+            origin.conn,
+            Message::Reply {
+                xid: origin.xid,
+                zxid,
+                reply,
+            },
+        );
+    }
+
+    fn send_client(&self, client: u32, conn: u64, message: Message) {
+        self.net
+            .send_on(self.me(), Addr::Client(client), conn, message);
+    }
+
+    fn peers(&self) -> impl Iterator<Item = u32> + '_ {
+        (1..=self.config.ensemble_size).filter(move |s| *s != self.id)
+    }
+
+    fn broadcast(&self, message: &Message) {
+        for peer in self.peers() {
+            self.send(Addr::Server(peer), message.clone());
+        }
+    }
+
+    fn record(&self, event: HistoryEvent) {
+        lock(&self.history).push(self.net.now_us(), event);
+    }
+
+    fn set_role_summary(&self, summary: RoleSummary) {
+        *lock(&self.shared.role) = summary;
+        let role = match summary {
+            RoleSummary::Down => "down".to_owned(),
+            RoleSummary::Looking => "looking".to_owned(),
+            RoleSummary::Following(leader) => format!("following {leader}"),
+            RoleSummary::Leading(epoch) => format!("leading epoch {epoch}"),
+        };
+        self.record(HistoryEvent::Server {
+            server: self.id,
+            role,
+        });
+    }
+
+    fn serving(&self) -> bool {
+        !matches!(self.role, Role::Looking { .. })
+    }
+
+    fn last_zxid(&self) -> i64 {
+        lock(&self.shared.disk).model.last_zxid()
+    }
+
+    fn bucket(&self, now: Instant, timeout_ms: u64) -> Instant {
+        let since_start = (now - self.started).as_millis() as u64 + timeout_ms;
+        let rounded = (since_start / self.config.tick_ms + 1) * self.config.tick_ms;
+        self.started + Duration::from_millis(rounded)
+    }
+
+    fn touch(&mut self, session: SessionId, now: Instant) {
+        let timeout = lock(&self.shared.disk)
+            .session_timeouts
+            .get(&session)
+            .copied();
+        let Some(timeout) = timeout else { return };
+        let deadline = self.bucket(now, timeout);
+        match &mut self.role {
+            Role::Leading(leader) => {
+                leader.deadlines.insert(session, deadline);
+            }
+            _ => {
+                self.touched.insert(session);
+            }
+        }
+    }
+
+    fn handle(
+        &mut self,
+        Envelope {
+            from,
+            conn,
+            message,
+        }: Envelope,
+    ) {
+        let now = now();
+        match from {
+            Addr::Client(client) => self.handle_client(client, conn, message, now),
+            Addr::Server(server) => self.handle_server(server, message, now),
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! A server among its peers: votes, elections, following and leading, heartbeats, and
+//! a follower catching up from the leader's snapshot.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use zkh_recipes::SessionId;
+
+use crate::clock::Instant;
+use crate::protocol::{Addr, Message, Snapshot, Txn, TxnKind};
+
+use super::{lock, Leader, Role, RoleSummary, Server, VOTE_FRESH_FOR};
+
+impl Server {
+    pub(super) fn handle_server(&mut self, from: u32, message: Message, now: Instant) {
+        match message {
+            Message::Vote { epoch, zxid } => match &mut self.role {
+                Role::Looking { votes } => {
+                    votes.insert(from, (now, epoch, zxid));
+                }
+                Role::Following { leader, epoch, .. } => {
+                    let (leader, epoch) = (*leader, *epoch);
+                    self.send(Addr::Server(from), Message::CurrentLeader { leader, epoch });
+                }
+                Role::Leading(leader) => {
+                    let epoch = leader.epoch;
+                    self.send(
+                        Addr::Server(from),
+                        Message::CurrentLeader {
+                            leader: self.id,
+                            epoch,
+                        },
+                    );
+                }
+            },
+            Message::CurrentLeader { leader, epoch } => {
+                let accepted = lock(&self.shared.disk).epoch;
+                if matches!(self.role, Role::Looking { .. })
+                    && epoch >= accepted
+                    && leader != self.id
+                {
+                    self.send(Addr::Server(leader), Message::Join);
+                }
+            }
+            Message::Join => {
+                if let Role::Leading(leader) = &mut self.role {
+                    leader.followers_heard.insert(from, now);
+                    let epoch = leader.epoch;
+                    let snapshot = self.snapshot();
+                    self.send(Addr::Server(from), Message::NewLeader { epoch, snapshot });
+                }
+            }
+            Message::NewLeader { epoch, snapshot } => self.adopt(from, epoch, *snapshot, now),
+            Message::Forward { txn } => {
+                if matches!(self.role, Role::Leading(_)) {
+                    self.propose(txn);
+                }
+            }
+            Message::SyncRequest { origin } => {
+                if let Role::Leading(_) = self.role {
+                    let zxid = self.last_zxid();
+                    self.send(Addr::Server(from), Message::SyncDone { origin, zxid });
+                }
+            }
+            Message::SyncDone { origin, zxid } => {
+                self.waiting_syncs.push((origin, zxid));
+                self.answer_syncs();
+            }
+            Message::Propose { epoch, zxid, txn } => {
+                if let Role::Following {
+                    leader,
+                    epoch: followed,
+                    last_heard,
+                } = &mut self.role
+                {
+                    if *leader == from && *followed == epoch && !self.resyncing {
+                        *last_heard = now;
+                        self.pending.insert(zxid, txn);
+                        self.send(Addr::Server(from), Message::Ack { epoch, zxid });
+                    }
+                }
+            }
+            Message::Ack { epoch, zxid } => {
+                if let Role::Leading(leader) = &mut self.role {
+                    if leader.epoch == epoch {
+                        leader.followers_heard.insert(from, now);
+                        if let Some((_, acks)) = leader.proposals.get_mut(&zxid) {
+                            acks.insert(from);
+                        }
+                        self.try_commit();
+                    }
+                }
+            }
+            Message::Commit { epoch, zxid } => self.on_commit(from, epoch, zxid, now),
+            Message::Heartbeat { epoch, touched } => match &mut self.role {
+                Role::Following {
+                    leader,
+                    epoch: followed,
+                    last_heard,
+                } if *leader == from && *followed == epoch => {
+                    *last_heard = now;
+                }
+                Role::Leading(leader) if leader.epoch == epoch => {
+                    leader.followers_heard.insert(from, now);
+                    for session in touched {
+                        self.touch(session, now);
+                    }
+                }
+                _ => {}
+            },
+            Message::PeerDown => match &mut self.role {
+                Role::Following { leader, .. } if *leader == from => self.become_looking(),
+                Role::Leading(leader) => {
+                    leader.followers_heard.remove(&from);
+                }
+                _ => {}
+            },
+            other => panic!(
+                "server {} got a client message from server {from}: {other:?}",
+                self.id
+            ),
+        }
+    }
+
+    fn snapshot(&self) -> Box<Snapshot> {
+        let disk = lock(&self.shared.disk);
+        let mut model = disk.model.clone();
+        model.clear_watches();
+        Box::new(Snapshot {
+            model,
+            session_timeouts: disk.session_timeouts.clone(),
+        })
+    }
+
+    fn adopt(&mut self, leader: u32, epoch: u32, snapshot: Snapshot, now: Instant) {
+        let accepted = lock(&self.shared.disk).epoch;
+        let stale = match &self.role {
+            Role::Leading(own) => own.epoch >= epoch,
+            Role::Following {
+                leader: current,
+                epoch: followed,
+                ..
+            } => *current == leader && *followed == epoch && !self.resyncing,
+            Role::Looking { .. } => false,
+        };
+        if epoch < accepted || stale {
+            return;
+        }
+        if self.serving() {
+            self.drop_clients();
+        }
+        {
+            let mut disk = lock(&self.shared.disk);
+            disk.model = snapshot.model;
+            disk.session_timeouts = snapshot.session_timeouts;
+            disk.epoch = epoch;
+        }
+        self.pending.clear();
+        self.apply_queue.clear();
+        self.waiting_syncs.clear();
+        self.resyncing = false;
+        self.role = Role::Following {
+            leader,
+            epoch,
+            last_heard: now,
+        };
+        self.set_role_summary(RoleSummary::Following(leader));
+        self.send(
+            Addr::Server(leader),
+            Message::Heartbeat {
+                epoch,
+                touched: Vec::new(),
+            },
+        );
+    }
+
+    fn drop_clients(&mut self) {
+        for (client, conn) in std::mem::take(&mut self.connected)
+            .into_values()
+            .collect::<BTreeSet<_>>()
+        {
+            self.send_client(client, conn, Message::Disconnect);
+        }
+        self.touched.clear();
+    }
+
+    fn become_looking(&mut self) {
+        // Committed transactions still waiting on a slow apply are applied first.
+        while let Some((_, zxid, txn)) = self.apply_queue.pop_front() {
+            self.apply(zxid, txn);
+        }
+        self.drop_clients();
+        self.pending.clear();
+        self.waiting_syncs.clear();
+        self.role = Role::Looking {
+            votes: BTreeMap::new(),
+        };
+        self.set_role_summary(RoleSummary::Looking);
+    }
+
+    pub(super) fn election_round(&mut self, now: Instant) {
+        let (epoch, zxid) = {
+            let disk = lock(&self.shared.disk);
+            (disk.epoch, disk.model.last_zxid())
+        };
+        self.broadcast(&Message::Vote { epoch, zxid });
+        let Role::Looking { votes } = &mut self.role else {
+            return;
+        };
+        votes.insert(self.id, (now, epoch, zxid));
+        votes.retain(|_, (at, _, _)| now.duration_since(*at) <= VOTE_FRESH_FOR);
+        if votes.len() < self.config.quorum() {
+            return;
+        }
+        let best = votes
+            .iter()
+            .max_by_key(|(id, (_, _, zxid))| (*zxid, **id))
+            .map(|(id, _)| *id);
+        let highest_epoch = votes
+            .values()
+            .map(|(_, epoch, _)| *epoch)
+            .max()
+            .unwrap_or(epoch);
+        if best == Some(self.id) {
+            self.become_leader(highest_epoch + 1, now);
+        }
+    }
+
+    fn become_leader(&mut self, epoch: u32, now: Instant) {
+        let (last_proposed, timeouts) = {
+            let mut disk = lock(&self.shared.disk);
+            disk.epoch = epoch;
+            disk.model.begin_epoch(epoch);
+            (disk.model.last_zxid(), disk.session_timeouts.clone())
+        };
+        let deadlines = timeouts
+            .iter()
+            .map(|(session, timeout)| (*session, self.bucket(now, *timeout)))
+            .collect();
+        self.role = Role::Leading(Leader {
+            epoch,
+            since: now,
+            last_proposed,
+            proposals: BTreeMap::new(),
+            followers_heard: BTreeMap::new(),
+            deadlines,
+            expiring: BTreeSet::new(),
+        });
+        self.set_role_summary(RoleSummary::Leading(epoch));
+        let snapshot = self.snapshot();
+        self.broadcast(&Message::NewLeader { epoch, snapshot });
+    }
+
+    pub(super) fn heartbeat(&mut self, now: Instant) {
+        let limit = Duration::from_millis(self.config.tick_ms * self.config.sync_limit_ticks);
+        match &mut self.role {
+            Role::Looking { .. } => {}
+            Role::Following {
+                leader,
+                epoch,
+                last_heard,
+            } => {
+                if now.duration_since(*last_heard) > limit {
+                    self.become_looking();
+                    return;
+                }
+                let (leader, epoch) = (*leader, *epoch);
+                let touched = std::mem::take(&mut self.touched).into_iter().collect();
+                self.send(Addr::Server(leader), Message::Heartbeat { epoch, touched });
+            }
+            Role::Leading(leader) => {
+                leader
+                    .followers_heard
+                    .retain(|_, heard| now.duration_since(*heard) <= limit);
+                let epoch = leader.epoch;
+                // A new leader gets `sync_limit` ticks to gather its followers.
+                if leader.followers_heard.len() + 1 < self.config.quorum()
+                    && now.duration_since(leader.since) > limit
+                {
+                    self.become_looking();
+                    return;
+                }
+                let forced = std::mem::take(&mut *lock(&self.shared.expire_now));
+                let mut expired: Vec<SessionId> = leader
+                    .deadlines
+                    .iter()
+                    .filter(|(session, deadline)| {
+                        **deadline <= now && !leader.expiring.contains(session)
+                    })
+                    .map(|(session, _)| *session)
+                    .collect();
+                expired.extend(
+                    forced.into_iter().filter(|s| {
+                        leader.deadlines.contains_key(s) && !leader.expiring.contains(s)
+                    }),
+                );
+                expired.sort();
+                expired.dedup();
+                leader.expiring.extend(expired.iter().copied());
+                self.broadcast(&Message::Heartbeat {
+                    epoch,
+                    touched: Vec::new(),
+                });
+                for session in expired {
+                    self.propose(Txn {
+                        kind: TxnKind::CloseSession {
+                            session,
+                            expired: true,
+                        },
+                        origin: None,
+                    });
+                }
+            }
+        }
+    }
+}
