@@ -208,18 +208,11 @@ impl ElectionMachine {
         let offset = self.latch_offset();
         let mut closed = false;
         for command in commands {
-            match command {
-                Command::Op { id, request } => out.push(Command::Op {
-                    id: id + offset,
-                    request,
-                }),
-                Command::Timer { id, after_ms } => out.push(Command::Timer {
-                    id: id + offset,
-                    after_ms,
-                }),
-                Command::Report(LatchReport::Leader { .. }) => self.issue(Step::Check, out),
-                Command::Report(LatchReport::Closed | LatchReport::Failed(_)) => closed = true,
-                Command::Report(LatchReport::NotLeader) => {}
+            match command.nested(offset) {
+                Ok(issued) => out.push(issued),
+                Err(LatchReport::Leader { .. }) => self.issue(Step::Check, out),
+                Err(LatchReport::Closed | LatchReport::Failed(_)) => closed = true,
+                Err(LatchReport::NotLeader) => {}
             }
         }
         if closed {

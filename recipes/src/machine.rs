@@ -63,6 +63,25 @@ pub enum Command<P> {
     Report(P),
 }
 
+impl<P> Command<P> {
+    /// A nested machine's command as its host sees it: an operation or timer goes out with its
+    /// id shifted into the host's range for that machine (`offset`), and a report comes back
+    /// for the host to act on.
+    pub fn nested<Q>(self, offset: u64) -> Result<Command<Q>, P> {
+        match self {
+            Command::Op { id, request } => Ok(Command::Op {
+                id: id + offset,
+                request,
+            }),
+            Command::Timer { id, after_ms } => Ok(Command::Timer {
+                id: id + offset,
+                after_ms,
+            }),
+            Command::Report(report) => Err(report),
+        }
+    }
+}
+
 /// A recipe as a state machine.
 pub trait Machine: Clone + Eq + Hash + Debug + Send + 'static {
     /// What the application can ask.

@@ -52,19 +52,12 @@ impl JobMachine {
         lock.handle(input, &mut commands);
         let offset = self.claim_offset();
         for command in commands {
-            match command {
-                Command::Op { id, request } => out.push(Command::Op {
-                    id: id + offset,
-                    request,
-                }),
-                Command::Timer { id, after_ms } => out.push(Command::Timer {
-                    id: id + offset,
-                    after_ms,
-                }),
-                Command::Report(LatchReport::Leader { .. }) => {
+            match command.nested(offset) {
+                Ok(issued) => out.push(issued),
+                Err(LatchReport::Leader { .. }) => {
                     self.enqueue(LISTENER, Task::ClaimNext);
                 }
-                Command::Report(LatchReport::Closed | LatchReport::Failed(_)) => {
+                Err(LatchReport::Closed | LatchReport::Failed(_)) => {
                     self.claim_lock = None;
                     // Items marked while the lock was held or being released are not left
                     // waiting; the known-bad variant leaves them for the next cycle.
@@ -72,7 +65,7 @@ impl JobMachine {
                         self.fail_over_after_queued_work();
                     }
                 }
-                Command::Report(LatchReport::NotLeader) => {}
+                Err(LatchReport::NotLeader) => {}
             }
         }
     }
