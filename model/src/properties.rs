@@ -85,6 +85,44 @@ impl Finding {
     }
 }
 
+/// What property `name` means, in one sentence (for reports; empty for an unknown name).
+pub fn explanation(name: &str) -> &'static str {
+    match name {
+        "mutual exclusion" => {
+            "No two critical sections' accepted writes interleave: once another holder's write \
+             was accepted, an earlier holder's writes are not accepted again."
+        }
+        "single acting master" => {
+            "No accepted side effect comes from a term older than one the resource has already \
+             seen: at most one leader acts at a time."
+        }
+        "no oversell" => {
+            "The stock never goes negative, and every sale was made from the current stock."
+        }
+        "herd free" => {
+            "One transaction's watch events reach at most one waiting client under the \
+             recipe's path: a release or leader change wakes one waiter, not all."
+        }
+        "leader elected" => "After the faults heal, a holder or leader appears within the bound.",
+        "no shard executed twice" => "Each (job, item, cycle) is executed by at most one instance.",
+        "no shard lost" => {
+            "Each (job, item, cycle) of the judged cycles runs once the faults heal."
+        }
+        "role changed hands after a loss" => {
+            "Sometimes: a role passed to another client after its holder lost its session."
+        }
+        "a reply was lost" => "Sometimes: a reply to an applied operation was lost.",
+        "a stale write was refused" => {
+            "Sometimes: the fenced resource refused a write with an old token."
+        }
+        "an item failed over" => "Sometimes: a crashed instance's item ran on another by failover.",
+        "a waiter was woken" => {
+            "Sometimes: a waiting client was woken by a watch under the recipe's path."
+        }
+        _ => "",
+    }
+}
+
 thread_local! {
     /// Whether a passing finding is summarised here now (see [`without_summaries`]).
     static SUMMARIES: Cell<bool> = const { Cell::new(true) };

@@ -11,10 +11,13 @@ use zkh_model::check::{
     check_searched, Action, GaveUp, Limits, Progress, RecipeModel, State, Workload,
     MAX_LOAD_PERCENT, PROGRESS, SHORTEN_STATES,
 };
+use zkh_scenarios::export::to_toml;
 use zkh_scenarios::known_bad::known_bad;
-use zkh_scenarios::{export, Recipe, RecipeKind, Scenario};
+use zkh_scenarios::{export, Recipe, RecipeKind};
 
 use crate::walks::run_walks;
+use zkh_scenarios::report::exit;
+
 use crate::{say, CheckArgs, SearcherArg, BAD_INPUT};
 
 pub(crate) fn run_check<W: Workload>(
@@ -264,14 +267,23 @@ pub(crate) fn run_check<W: Workload>(
             },
         }
     }
-    if verdict.violation.is_some() {
-        return ExitCode::from(1);
+    if let Some(violation) = &verdict.violation {
+        return ExitCode::from(violation_code(violation.property));
     }
     note_known_bad(recipe, args.json);
     if !verdict.complete {
-        ExitCode::from(2)
+        ExitCode::from(exit::GAVE_UP)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The exit code of a violation of `property`: liveness for an `eventually` property, safety
+/// for an `always` one.
+pub(crate) fn violation_code(property: &str) -> u8 {
+    match property {
+        "leader elected" | "no shard lost" => exit::LIVENESS,
+        _ => exit::SAFETY,
     }
 }
 
@@ -389,16 +401,17 @@ pub(crate) fn replay<W: Workload>(
     (state, steps)
 }
 
-/// Writes a counterexample as a scenario file the simulator replays.
+/// Writes a counterexample as a scenario file (TOML) that `zkharness run` runs.
 pub(crate) fn write_scenario(
     file: &std::path::Path,
     recipe: &Recipe,
     property: &str,
     path: &[Action],
 ) -> Result<(), String> {
-    let scenario: Scenario = export(recipe, property, path);
-    let text = serde_json::to_string_pretty(&scenario).expect("a scenario serialises");
-    std::fs::write(file, text + "\n")
+    let command: Vec<String> = std::env::args().skip(1).collect();
+    let command = format!("zkharness {}", command.join(" "));
+    let scenario = export(recipe, property, path, &command);
+    std::fs::write(file, to_toml(&scenario))
         .map_err(|error| format!("cannot write {}: {error}", file.display()))
 }
 

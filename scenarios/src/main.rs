@@ -1,5 +1,7 @@
 //! `zkharness`: the command line of the ZooKeeper recipe harness.
 //!
+//! - `zkharness run`, `sweep`, `replay` and `shrink` run scenario files on the simulated
+//!   ensemble (`commands/`);
 //! - `zkharness check <recipe>` explores every state of a recipe's model (depth first, one
 //!   thread) within a fault budget, and prints the shortest counterexample (shortened breadth
 //!   first; one too deep for that is shrunk instead, and marked as maybe not the shortest) or
@@ -13,8 +15,7 @@
 //! This file holds the arguments and their validation; `check.rs` runs the search and reports
 //! it, `walks.rs` the random walks.
 //!
-//! Exit status: 0 when the check passes, 1 on a violation, 2 when it gave up at its state or
-//! depth limit without finding one, 64 on bad input.
+//! Exit status: one table for every command (`zkh_scenarios::report::exit`).
 
 /// The model checker allocates and frees a copy of whatever a step changes, millions of times
 /// a second; mimalloc does that about a quarter faster than the system allocator.
@@ -27,13 +28,16 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use stateright::Model;
 use zkh_model::check::{Acting, FaultBudget, Limits, RecipeModel, Searcher, Workload, COMPACT_MIB};
+use zkh_scenarios::report::exit;
 use zkh_scenarios::{any_model, Recipe, RecipeKind};
 
 #[derive(Parser)]
 #[command(
     name = "zkharness",
     version,
-    about = "Break and prove ZooKeeper recipes: exhaustive model checking of the recipes' own state machines"
+    about = "Break and prove ZooKeeper recipes: seeded fault scenarios on a simulated ensemble, \
+             and exhaustive model checking of the recipes' own state machines",
+    after_help = exit::TABLE
 )]
 struct Cli {
     #[command(subcommand)]
@@ -42,11 +46,26 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run one seed of a scenario file on the simulated ensemble, and judge its properties.
+    #[command(after_help = exit::TABLE)]
+    Run(commands::RunArgs),
+    /// Run many seeds of many scenario files on every core; report failures with the command
+    /// that reproduces each.
+    #[command(after_help = exit::TABLE)]
+    Sweep(commands::SweepArgs),
+    /// Run a report's seed again and compare the histories event by event.
+    #[command(after_help = exit::TABLE)]
+    Replay(commands::ReplayArgs),
+    /// Minimise a failing run's faults, keeping its violation, into a regression scenario.
+    #[command(after_help = exit::TABLE)]
+    Shrink(commands::ShrinkArgs),
     /// Explore every state of a recipe's model within a fault budget (depth first, one thread;
     /// a counterexample is then shortened breadth first, or shrunk where it is too deep for
     /// that), or, with `--walks`, take seeded random walks through its states.
+    #[command(after_help = exit::TABLE)]
     Check(CheckArgs),
     /// Serve stateright's Explorer for a recipe's model on 127.0.0.1.
+    #[command(after_help = exit::TABLE)]
     Explore(ExploreArgs),
 }
 
@@ -206,7 +225,7 @@ struct ExploreArgs {
     port: u16,
 }
 
-const BAD_INPUT: u8 = 64;
+const BAD_INPUT: u8 = exit::BAD_INPUT;
 
 /// `println!`, except that a reader that went away (`zkharness check ... | head`) ends the
 /// program quietly, with the shell's code for a broken pipe (141), as other Unix tools do,
@@ -232,6 +251,7 @@ fn say(line: std::fmt::Arguments<'_>) {
 const BROKEN_PIPE: u8 = 141;
 
 mod check;
+mod commands;
 mod walks;
 
 use check::run_check;
@@ -254,6 +274,10 @@ fn main() -> ExitCode {
         }
     };
     let outcome = match cli.command {
+        Command::Run(args) => Ok(commands::run(args)),
+        Command::Sweep(args) => Ok(commands::sweep(args)),
+        Command::Replay(args) => Ok(commands::replay(args)),
+        Command::Shrink(args) => Ok(commands::shrink(args)),
         Command::Check(args) => parse(&args.model)
             .map(|recipe| any_model!(recipe, model => run_check(model, &recipe, &args))),
         Command::Explore(args) => {

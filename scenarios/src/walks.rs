@@ -143,8 +143,8 @@ pub(crate) fn run_walks<W: Workload>(
         }
         say!("repeat: {repeat}");
     }
-    if verdict.violation.is_some() {
-        ExitCode::from(1)
+    if let Some(violation) = &verdict.violation {
+        ExitCode::from(crate::check::violation_code(violation.property))
     } else {
         note_known_bad(recipe, args.json);
         ExitCode::SUCCESS

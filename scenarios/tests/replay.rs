@@ -5,8 +5,25 @@
 #![cfg(madsim)]
 
 use zkh_model::check::{check, find_violation, walk, Acting, FaultBudget, WalkLimits};
-use zkh_scenarios::replay::reproducing_seeds;
-use zkh_scenarios::{export, Recipe, Scenario};
+use zkh_scenarios::export::to_toml;
+use zkh_scenarios::runner;
+use zkh_scenarios::scenario::{self, ScenarioFile};
+use zkh_scenarios::{export, Recipe};
+
+/// The seeds of 0..6 on which `file`, through its text as `check --export` writes it, violates
+/// the property it expects.
+fn reproducing_seeds(file: &ScenarioFile) -> Vec<u64> {
+    let text = to_toml(file);
+    let (_, resolved) = scenario::parse("exported.toml", "exported", &text)
+        .unwrap_or_else(|error| panic!("an exported scenario parses: {error}\n{text}"));
+    let property = resolved
+        .expect_violation
+        .clone()
+        .expect("an export expects a violation");
+    (0..6)
+        .filter(|seed| runner::run(&resolved, *seed).outcome.property() == Some(property.as_str()))
+        .collect()
+}
 
 #[test]
 fn the_no_owner_check_counterexample_replays_in_the_simulator() {
@@ -16,16 +33,13 @@ fn the_no_owner_check_counterexample_replays_in_the_simulator() {
     let model = recipe.latch_model().expect("the latch");
     let violation = find_violation(&model).expect("the model checker finds CURATOR-696");
     assert_eq!(violation.property, "single acting master");
-    let scenario = export(&recipe, violation.property, &violation.path);
+    let scenario = export(&recipe, violation.property, &violation.path, "test");
     assert_eq!(
         scenario.faults.scripted.len(),
         1,
         "one client-side expiry: {:?}",
         scenario.faults
     );
-    // Through the file format, as `zkharness check --export` writes it.
-    let text = serde_json::to_string_pretty(&scenario).expect("serialise");
-    let scenario: Scenario = serde_json::from_str(&text).expect("parse");
 
     // Which client leads in the simulator depends on the seed: the fault aimed at the model's
     // leader lands on the simulator's leader for some seeds.
@@ -34,24 +48,26 @@ fn the_no_owner_check_counterexample_replays_in_the_simulator() {
 
 /// Replays `scenario` with seeds 0 to 5: some seed violates the property the model named, and
 /// no seed does with the correct variant under the same faults.
-fn reproduced_by_the_variant_only(scenario: Scenario) {
-    let seeds = reproducing_seeds(&scenario, 0..6).expect("a replayable scenario");
-    let name = format!("{} {}", scenario.recipe, scenario.variant);
+fn reproduced_by_the_variant_only(scenario: ScenarioFile) {
+    let seeds = reproducing_seeds(&scenario);
+    let name = format!(
+        "{} {}",
+        scenario.workload.recipe.as_str(),
+        scenario.workload.variant
+    );
     println!("{name}: reproduced in the simulator with seeds {seeds:?} of 0..6");
     assert!(
         !seeds.is_empty(),
         "{name}: the simulator reproduces the violation"
     );
 
-    let correct = Scenario {
-        variant: "correct".into(),
-        ..scenario
-    };
-    let seeds = reproducing_seeds(&correct, 0..6).expect("a replayable scenario");
+    let mut correct = scenario;
+    correct.workload.variant = "correct".into();
+    let seeds = reproducing_seeds(&correct);
     assert!(
         seeds.is_empty(),
         "the correct {} holds under the same faults: {seeds:?}",
-        correct.recipe
+        correct.workload.recipe.as_str()
     );
 }
 
@@ -68,7 +84,7 @@ fn the_no_cycle_claim_counterexample_replays_in_the_simulator() {
         .violation
         .expect("the model checker runs an item twice");
     assert_eq!(violation.property, "no shard executed twice");
-    let scenario = export(&recipe, violation.property, &violation.path);
+    let scenario = export(&recipe, violation.property, &violation.path, "test");
     assert_eq!(
         scenario.faults.scripted.len(),
         1,
@@ -96,6 +112,6 @@ fn a_random_walk_s_no_cycle_claim_with_three_instances_replays_in_the_simulator(
         .violation
         .expect("random walks run an item twice");
     assert_eq!(violation.property, "no shard executed twice");
-    let scenario = export(&recipe, violation.property, &violation.path);
+    let scenario = export(&recipe, violation.property, &violation.path, "test");
     reproduced_by_the_variant_only(scenario);
 }

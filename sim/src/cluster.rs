@@ -103,6 +103,7 @@ pub struct Cluster {
     triggers: Arc<Mutex<Vec<TriggeredFault>>>,
     triggered_tx: UnboundedSender<Fault>,
     triggered_rx: UnboundedReceiver<Fault>,
+    not_fired: Vec<String>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -174,6 +175,7 @@ impl Cluster {
             triggers: Arc::new(Mutex::new(Vec::new())),
             triggered_tx,
             triggered_rx,
+            not_fired: Vec::new(),
         };
         assert!(
             cluster.wait_for_leader(30_000).await.is_some(),
@@ -398,9 +400,9 @@ impl Cluster {
         }
     }
 
-    /// Applies `fault` now. A fault whose target does not exist (no leader at the moment, an
-    /// unknown client) is recorded as skipped.
-    pub async fn inject(&mut self, fault: &Fault) {
+    /// Applies `fault` now, and says whether it was. A fault whose target does not exist (no
+    /// leader at the moment, an unknown or crashed client) is recorded as skipped.
+    pub async fn inject(&mut self, fault: &Fault) -> bool {
         let description = format!("{fault:?}");
         let applied = self.apply_fault(fault).await;
         let description = if applied {
@@ -408,6 +410,27 @@ impl Cluster {
         } else {
             format!("skipped (no target): {description}")
         };
+        self.record(HistoryEvent::Fault { description });
+        applied
+    }
+
+    /// Arms `triggered` faults: from now on, client operations count against their triggers.
+    /// Workloads arm them before their recipes start, so that a trigger on a recipe's very
+    /// first operation fires; [`Cluster::run_faults`] injects what they fired.
+    pub fn arm_triggers(&mut self, triggered: &[TriggeredFault]) {
+        lock(&self.triggers).extend(triggered.iter().cloned());
+    }
+
+    /// The planned faults (scripted or triggered, not random) that did not happen: a trigger
+    /// that never matched within the fault phase, a scripted fault due after it or without a
+    /// target when due. Each is also in the history as a `Fault` entry starting "not fired".
+    pub fn planned_faults_not_fired(&self) -> &[String] {
+        &self.not_fired
+    }
+
+    fn record_not_fired(&mut self, why: &str, fault: &Fault) {
+        let description = format!("not fired ({why}): {fault:?}");
+        self.not_fired.push(description.clone());
         self.record(HistoryEvent::Fault { description });
     }
 
@@ -509,6 +532,13 @@ impl Cluster {
                 }
                 handle.kill(slot.node.id());
                 slot.crashed = true;
+                // A crashed process holds no role, whatever it last reported: "leader
+                // elected" must not count a dead leader as one.
+                self.record(HistoryEvent::Role {
+                    client: *client,
+                    role: "none".to_owned(),
+                    token: None,
+                });
                 self.net.detach(Addr::Client(*client));
                 let peers = self.all_addrs();
                 self.net
@@ -613,38 +643,48 @@ impl Cluster {
     }
 
     /// Drives `plan` for a fault phase of `phase_ms`: scripted and random faults at their
-    /// times, triggered faults as they fire, and the ends of faults with a duration.
+    /// times, triggered faults as they fire (arm them first with [`Cluster::arm_triggers`]), and
+    /// the ends of faults with a duration. Planned faults that did not happen are recorded
+    /// ([`Cluster::planned_faults_not_fired`]), and the triggers are disarmed.
     pub async fn run_faults(&mut self, plan: &FaultPlan, phase_ms: u64) {
         let start = now();
         let clients = self.clients.keys().max().map_or(0, |max| max + 1);
-        let mut schedule = plan.scripted.clone();
+        // (when, planned, what): random faults are drawn, not planned, and one that finds no
+        // target (a pause of a crashed client) is noise, not a scenario that missed its fault.
+        let mut schedule: Vec<(u64, bool, Fault)> = plan
+            .scripted
+            .iter()
+            .map(|f| (f.at_ms, true, f.fault.clone()))
+            .collect();
         if let Some(random) = &plan.random {
             let mut rng: ChaCha8Rng = sub_rng(self.seed, Subsystem::Faults);
-            schedule.extend(random.draw(&mut rng, phase_ms, clients));
+            let drawn = random.draw(&mut rng, phase_ms, clients);
+            schedule.extend(drawn.into_iter().map(|f| (f.at_ms, false, f.fault)));
         }
-        schedule.sort_by_key(|f| f.at_ms);
-        lock(&self.triggers).extend(plan.triggered.iter().cloned());
+        schedule.sort_by_key(|(at_ms, _, _)| *at_ms);
         let end = start + Duration::from_millis(phase_ms);
         let mut next = 0;
         loop {
             let now = now();
             self.end_due_faults();
-            while next < schedule.len()
-                && start + Duration::from_millis(schedule[next].at_ms) <= now
-            {
-                let fault = schedule[next].fault.clone();
-                self.inject(&fault).await;
+            while next < schedule.len() && start + Duration::from_millis(schedule[next].0) <= now {
+                let (_, planned, fault) = schedule[next].clone();
+                if !self.inject(&fault).await && planned {
+                    self.record_not_fired("no target when due", &fault);
+                }
                 next += 1;
             }
             while let Ok(fault) = self.triggered_rx.try_recv() {
-                self.inject(&fault).await;
+                if !self.inject(&fault).await {
+                    self.record_not_fired("triggered, but no target", &fault);
+                }
             }
             if now >= end {
                 break;
             }
             let mut wake = end;
-            if let Some(f) = schedule.get(next) {
-                wake = wake.min(start + Duration::from_millis(f.at_ms));
+            if let Some((at_ms, _, _)) = schedule.get(next) {
+                wake = wake.min(start + Duration::from_millis(*at_ms));
             }
             if let Some(((at, _), _)) = self.undo.first_key_value() {
                 wake = wake.min(*at);
@@ -655,12 +695,22 @@ impl Cluster {
                 biased;
                 fault = self.triggered_rx.recv() => {
                     if let Some(fault) = fault {
-                        self.inject(&fault).await;
+                        if !self.inject(&fault).await {
+                            self.record_not_fired("triggered, but no target", &fault);
+                        }
                     }
                 }
                 _ = madsim::time::sleep_until(wake) => {}
             }
         }
-        lock(&self.triggers).clear();
+        for (_, planned, fault) in schedule.split_off(next) {
+            if planned {
+                self.record_not_fired("due after the fault phase", &fault);
+            }
+        }
+        let unmatched = std::mem::take(&mut *lock(&self.triggers));
+        for armed in unmatched {
+            self.record_not_fired("its trigger never matched", &armed.fault);
+        }
     }
 }

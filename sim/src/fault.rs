@@ -45,8 +45,12 @@ pub enum NodeRef {
 }
 
 /// A fault, and what it models in real life.
+///
+/// In a scenario file a fault is an inline table whose `kind` names the variant in kebab case:
+/// `{ kind = "drop-reply", client = 1 }`, `{ kind = "kill-server", server = "leader" }`,
+/// `{ kind = "partition", a = [{ client = 0 }], b = ["all-servers"], duration_ms = 5000 }`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(tag = "fault", rename_all = "kebab-case")]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Fault {
     /// `ConnectionLoss`, the operation **not** applied: the client's connection breaks before its
     /// next request reaches the server.
@@ -79,7 +83,8 @@ pub enum Fault {
         a: BTreeSet<NodeRef>,
         /// The other side.
         b: BTreeSet<NodeRef>,
-        /// Cut only the direction from `a` to `b`.
+        /// Cut only the direction from `a` to `b` (default: both).
+        #[serde(default)]
         one_way: bool,
         /// How long it lasts (the heal ends it too).
         duration_ms: u64,
@@ -134,6 +139,7 @@ pub enum Fault {
 
 /// A fault at a simulated time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScriptedFault {
     /// When, in simulated ms from the start of the run.
     pub at_ms: u64,
@@ -163,20 +169,28 @@ pub enum OpKind {
 
 /// A ZooKeeper-level event that fires a fault.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Trigger {
-    /// Only this client's operations, or any client's.
+    /// Only this client's operations, or any client's (when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<u32>,
     /// The operation kind.
     pub op: OpKind,
     /// Only operations on paths starting with this.
     pub path_prefix: String,
-    /// Fire on the `nth` matching operation (1 = the first).
+    /// Fire on the `nth` matching operation (1 = the first, the default).
+    #[serde(default = "first")]
     pub nth: u32,
+}
+
+fn first() -> u32 {
+    1
 }
 
 /// A fault fired by an event. `DropRequest` and `DropReply` act on the matching operation
 /// itself; other faults happen right when it is issued.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TriggeredFault {
     /// When.
     pub when: Trigger,
@@ -184,8 +198,9 @@ pub struct TriggeredFault {
     pub fault: Fault,
 }
 
-/// Random fault rates, per simulated second of the fault phase.
+/// Random fault rates, per simulated second of the fault phase (a rate left out is 0).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RandomFaults {
     /// Dropped requests per second (spread over the clients).
     pub drop_request_per_s: f64,
@@ -211,12 +226,16 @@ pub struct RandomFaults {
 
 /// All the faults of one run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct FaultPlan {
     /// At fixed times.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scripted: Vec<ScriptedFault>,
     /// On ZooKeeper-level events.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub triggered: Vec<TriggeredFault>,
     /// Drawn from the seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub random: Option<RandomFaults>,
 }
 

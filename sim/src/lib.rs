@@ -14,7 +14,8 @@
 //! - `cluster`: `Cluster`, which starts an ensemble and client processes, injects faults and
 //!   heals them; `run::run_seed` runs a scenario for one seed on a fresh thread.
 //!
-//! - `workload` and `sharded`: the recipes' workloads (stock under the lock, a leader's job, an
+//! - `workload`, `master` and `sharded`: the recipes' workloads (stock under the lock, a
+//!   leader's job under the latch, the job election or the book's master election, an
 //!   Elastic-Job sharded job), judged by the named properties.
 //!
 //! This crate exists only in the simulated build (`RUSTFLAGS="--cfg madsim"`); in the normal
@@ -28,7 +29,10 @@ pub mod clock;
 pub mod cluster;
 pub mod fault;
 #[cfg(madsim)]
+pub mod master;
+#[cfg(madsim)]
 pub mod net;
+pub mod paths;
 #[cfg(madsim)]
 pub mod protocol;
 #[cfg(madsim)]

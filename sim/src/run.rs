@@ -18,6 +18,20 @@ where
     Fut: Future<Output = T> + 'static,
     T: Send + 'static,
 {
+    match try_run_seed(seed, time_limit_s, scenario) {
+        Ok(result) => result,
+        Err(message) => panic!("seed {seed} failed: {message}\nreplay it with ZKH_SEED={seed}"),
+    }
+}
+
+/// [`run_seed`], with a panic inside the run (or its time limit, or a deadlock) returned as
+/// its message instead of re-raised.
+pub fn try_run_seed<F, Fut, T>(seed: u64, time_limit_s: u64, scenario: F) -> Result<T, String>
+where
+    F: FnOnce(u64) -> Fut + Send + 'static,
+    Fut: Future<Output = T> + 'static,
+    T: Send + 'static,
+{
     let thread = std::thread::Builder::new()
         .name(format!("seed-{seed}"))
         .spawn(move || {
@@ -26,15 +40,14 @@ where
             runtime.set_time_limit(Duration::from_secs(time_limit_s));
             runtime.block_on(scenario(seed))
         });
-    match thread.expect("spawn a thread for the seed").join() {
-        Ok(result) => result,
-        Err(panic) => {
-            let message = panic
+    thread
+        .expect("spawn a thread for the seed")
+        .join()
+        .map_err(|panic| {
+            panic
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "a non-text panic".to_owned());
-            panic!("seed {seed} failed: {message}\nreplay it with ZKH_SEED={seed}");
-        }
-    }
+                .unwrap_or_else(|| "a non-text panic".to_owned())
+        })
 }

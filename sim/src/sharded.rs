@@ -21,17 +21,19 @@ use zkh_model::{History, HistoryEvent};
 use zkh_recipes::elastic_job::{JobInstance, JobMachine, JobReport, JobVariant};
 
 use crate::clock::SimClock;
-use crate::cluster::{Cluster, ClusterConfig};
+use crate::cluster::Cluster;
 use crate::fault::FaultPlan;
 use crate::net::Net;
-use crate::workload::{record, WorkloadOutcome};
+use crate::workload::{ensemble, record, WorkloadOutcome};
 
 /// The job's root path.
-pub const JOB: &str = "/orders-job";
+pub const JOB: &str = crate::paths::JOB_DIR;
 
 /// The shape of one sharded-job run.
 #[derive(Clone, Debug)]
 pub struct ShardedConfig {
+    /// Servers in the ensemble: 1, 3 or 5.
+    pub servers: u32,
     /// Instances (client processes).
     pub clients: u32,
     /// Their session timeout.
@@ -44,6 +46,8 @@ pub struct ShardedConfig {
     pub fault_phase_ms: u64,
     /// The liveness phase's length, after the heal.
     pub liveness_ms: u64,
+    /// "Leader elected": a leader must appear within this long after the heal.
+    pub leader_within_ms: u64,
     /// How long after the heal the judged cycles start (when `judged_from_ms` is `None`).
     pub settle_ms: u64,
     /// Judge cycles from this time after the instances started, instead of from the heal.
@@ -53,12 +57,14 @@ pub struct ShardedConfig {
 impl Default for ShardedConfig {
     fn default() -> Self {
         ShardedConfig {
+            servers: 3,
             clients: 3,
             session_timeout_ms: 4000,
             items: 8,
             cycle_interval_ms: 10_000,
             fault_phase_ms: 20_000,
             liveness_ms: 40_000,
+            leader_within_ms: 20_000,
             settle_ms: 10_000,
             judged_from_ms: None,
         }
@@ -122,7 +128,8 @@ pub async fn sharded_job(
     config: ShardedConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
-    let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+    let mut cluster = Cluster::start(seed, ensemble(config.servers)).await;
+    cluster.arm_triggers(&plan.triggered);
     let mut jobs = Vec::new();
     for id in 0..config.clients {
         let client = Arc::new(
@@ -167,11 +174,16 @@ pub async fn sharded_job(
             &history,
             &["leader"],
             healed_us,
-            config.liveness_ms * 1000 / 2,
+            config.leader_within_ms * 1000,
         ),
         sometimes::item_failed_over(&history, JOB),
         sometimes::role_changed_hands_after_a_loss(&history, &["leader"]),
         sometimes::reply_lost(&history),
     ];
-    WorkloadOutcome { history, findings }
+    let faults_not_fired = cluster.planned_faults_not_fired().to_vec();
+    WorkloadOutcome {
+        history,
+        findings,
+        faults_not_fired,
+    }
 }

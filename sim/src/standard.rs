@@ -158,6 +158,7 @@ pub async fn run(seed: u64, plan: FaultPlan) -> Outcome {
 pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) {
     let start = now();
     let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+    cluster.arm_triggers(&plan.triggered);
     let mut clients = Vec::new();
     for id in 0..CLIENTS {
         clients.push(

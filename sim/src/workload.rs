@@ -22,26 +22,23 @@ use zkh_recipes::fencing::{FencedResource, Fencing};
 use zkh_recipes::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
 use zkh_recipes::lock::{Lock, LockError, LockVariant};
 use zkh_recipes::machine::Machine;
+use zkh_recipes::master::MasterVariant;
 
 use crate::clock::SimClock;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::fault::FaultPlan;
+use crate::master;
 use crate::net::Net;
 
-/// The lock directory of the stock workload.
-pub const LOCK_DIR: &str = "/locks/stock";
-/// The latch directory of the job workload.
-pub const LATCH_DIR: &str = "/election/job";
-/// The Elastic-Job job of the election workload.
-pub const JOB_DIR: &str = "/orders-job";
-/// Its election latch.
-pub const JOB_LATCH_DIR: &str = "/orders-job/leader/election/latch";
+pub use crate::paths::{JOB_DIR, JOB_LATCH_DIR, LATCH_DIR, LOCK_DIR};
 /// The resource both workloads write to.
 pub const RESOURCE: &str = "stock";
 
 /// The shape of one workload run.
 #[derive(Clone, Debug)]
 pub struct WorkloadConfig {
+    /// Servers in the ensemble: 1, 3 or 5.
+    pub servers: u32,
     /// Client processes.
     pub clients: u32,
     /// Their session timeout.
@@ -52,8 +49,12 @@ pub struct WorkloadConfig {
     pub fault_phase_ms: u64,
     /// The liveness phase's length, after the heal.
     pub liveness_ms: u64,
+    /// "Leader elected": a holder or leader must appear within this long after the heal.
+    pub leader_within_ms: u64,
     /// Time spent inside the critical section, between reserving and selling.
     pub critical_ms: u64,
+    /// The stock's units at the start (the lock's workload).
+    pub initial_stock: i64,
     /// The leader's job period.
     pub job_interval_ms: u64,
 }
@@ -61,12 +62,15 @@ pub struct WorkloadConfig {
 impl Default for WorkloadConfig {
     fn default() -> Self {
         WorkloadConfig {
+            servers: 3,
             clients: 3,
             session_timeout_ms: 4000,
             fencing: Fencing::Fenced,
             fault_phase_ms: 20_000,
             liveness_ms: 15_000,
+            leader_within_ms: 10_000,
             critical_ms: 50,
+            initial_stock: INITIAL_STOCK,
             job_interval_ms: 500,
         }
     }
@@ -79,6 +83,8 @@ pub struct WorkloadOutcome {
     pub history: History,
     /// Every property and `sometimes` check, judged on it.
     pub findings: Vec<Finding>,
+    /// The planned faults that did not happen ([`Cluster::planned_faults_not_fired`]).
+    pub faults_not_fired: Vec<String>,
 }
 
 impl WorkloadOutcome {
@@ -103,8 +109,9 @@ struct Stock {
     fence: FencedResource,
 }
 
-/// The initial stock: more than the clients can sell in a run, so they keep contending.
-const INITIAL_STOCK: i64 = 100_000;
+/// The default initial stock: more than the clients can sell in a run, so they keep
+/// contending.
+pub const INITIAL_STOCK: i64 = 100_000;
 
 /// Appends `event` to the run's history at the simulated time now.
 pub(crate) fn record(history: &Arc<Mutex<History>>, net: &Net, event: HistoryEvent) {
@@ -121,9 +128,10 @@ pub async fn stock(
     config: WorkloadConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
-    let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+    let mut cluster = Cluster::start(seed, ensemble(config.servers)).await;
+    cluster.arm_triggers(&plan.triggered);
     let stock = Arc::new(Mutex::new(Stock {
-        units: INITIAL_STOCK,
+        units: config.initial_stock,
         fence: FencedResource::new(),
     }));
     for id in 0..config.clients {
@@ -217,20 +225,33 @@ pub async fn stock(
     let history = cluster.history();
     let findings = vec![
         properties::mutual_exclusion(&history, RESOURCE),
-        properties::no_oversell(&history, RESOURCE, INITIAL_STOCK),
+        properties::no_oversell(&history, RESOURCE, config.initial_stock),
         properties::herd_free(&history, LOCK_DIR),
         properties::leader_elected(
             &history,
             &["holder"],
             healed_us,
-            config.liveness_ms * 1000 * 2 / 3,
+            config.leader_within_ms * 1000,
         ),
         sometimes::role_changed_hands_after_a_loss(&history, &["holder"]),
         sometimes::reply_lost(&history),
         sometimes::stale_write_refused(&history, RESOURCE),
         sometimes::waiter_woken(&history, LOCK_DIR),
     ];
-    WorkloadOutcome { history, findings }
+    let faults_not_fired = cluster.planned_faults_not_fired().to_vec();
+    WorkloadOutcome {
+        history,
+        findings,
+        faults_not_fired,
+    }
+}
+
+/// The ensemble of `servers` servers, otherwise as configured by default.
+pub(crate) fn ensemble(servers: u32) -> ClusterConfig {
+    ClusterConfig {
+        servers,
+        ..ClusterConfig::default()
+    }
 }
 
 /// A leadership change, whatever recipe reports it.
@@ -244,7 +265,8 @@ pub enum Leadership {
     Other,
 }
 
-type NextLeadership = Box<
+/// The next leadership change of a running election, `None` once it has stopped for good.
+pub(crate) type NextLeadership = Box<
     dyn FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Leadership>> + Send>>
         + Send,
 >;
@@ -338,6 +360,9 @@ pub enum LeaderRecipe {
     Latch(LatchVariant),
     /// Elastic-Job's per-job election.
     Election(ElectionVariant),
+    /// The ZooKeeper book's `runForMaster`, its participants restarted after their sessions
+    /// expire (see [`crate::master`]).
+    Master(MasterVariant),
 }
 
 /// Runs the scheduled-job workload with the latch `variant` for `seed` under `plan`.
@@ -357,13 +382,16 @@ pub async fn leader_job(
     config: WorkloadConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
-    let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+    let mut cluster = Cluster::start(seed, ensemble(config.servers)).await;
+    cluster.arm_triggers(&plan.triggered);
     let resource = Arc::new(Mutex::new(FencedResource::new()));
     // Where waiters queue. (Every Elastic-Job instance watches the leader's instance node, by
-    // design: that broadcast is how they all learn to elect again, not a herd on a lock.)
+    // design: that broadcast is how they all learn to elect again, not a herd on a lock. Every
+    // backup of the book's master watches the master's node, by design too: no queue.)
     let dir = match recipe {
-        LeaderRecipe::Latch(_) => LATCH_DIR,
-        LeaderRecipe::Election(_) => JOB_LATCH_DIR,
+        LeaderRecipe::Latch(_) => Some(LATCH_DIR),
+        LeaderRecipe::Election(_) => Some(JOB_LATCH_DIR),
+        LeaderRecipe::Master(_) => None,
     };
     for id in 0..config.clients {
         let client = Arc::new(
@@ -399,6 +427,15 @@ pub async fn leader_job(
                     ElectionReport::Follower => Leadership::Other,
                 })
             }
+            LeaderRecipe::Master(variant) => {
+                if id == 0 {
+                    // Before any participant runs: the deployment's parent node.
+                    master::create_parent(&client).await;
+                }
+                let (next, supervisor) = master::supervise(client, clock, variant, participant);
+                cluster.spawn_on_client(id, supervisor);
+                next
+            }
         };
         let (history, net, resource, config) = (
             cluster.history_handle(),
@@ -413,18 +450,25 @@ pub async fn leader_job(
     let healed_us = cluster.net().now_us();
     madsim::time::sleep(Duration::from_millis(config.liveness_ms)).await;
     let history = cluster.history();
-    let findings = vec![
+    let mut findings = vec![
         properties::single_acting_master(&history, RESOURCE),
-        properties::herd_free(&history, dir),
         properties::leader_elected(
             &history,
             &["leader"],
             healed_us,
-            config.liveness_ms * 1000 * 2 / 3,
+            config.leader_within_ms * 1000,
         ),
         sometimes::role_changed_hands_after_a_loss(&history, &["leader"]),
         sometimes::stale_write_refused(&history, RESOURCE),
-        sometimes::waiter_woken(&history, dir),
     ];
-    WorkloadOutcome { history, findings }
+    if let Some(dir) = dir {
+        findings.insert(1, properties::herd_free(&history, dir));
+        findings.push(sometimes::waiter_woken(&history, dir));
+    }
+    let faults_not_fired = cluster.planned_faults_not_fired().to_vec();
+    WorkloadOutcome {
+        history,
+        findings,
+        faults_not_fired,
+    }
 }

@@ -40,9 +40,9 @@ fn faults_round_trip_through_serde() {
         random: None,
     };
     let text = serde_json::to_string(&plan).unwrap();
-    assert!(text.contains(r#""fault":"partition""#), "{text}");
+    assert!(text.contains(r#""kind":"partition""#), "{text}");
     assert_eq!(serde_json::from_str::<FaultPlan>(&text).unwrap(), plan);
-    let bad = serde_json::from_str::<Fault>(r#"{"fault":"melt-server"}"#).unwrap_err();
+    let bad = serde_json::from_str::<Fault>(r#"{"kind":"melt-server"}"#).unwrap_err();
     assert!(bad.to_string().contains("unknown variant"), "{bad}");
 }
 
@@ -199,6 +199,7 @@ fn a_triggered_fault_fires_on_its_event() {
             }],
             ..FaultPlan::default()
         };
+        cluster.arm_triggers(&plan.triggered);
         let work = cluster.spawn_on_client(0, async move {
             let first = client
                 .create("/latch/n-", b"", CreateMode::EphemeralSequential)

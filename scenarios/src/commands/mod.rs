@@ -1,0 +1,182 @@
+//! The simulator's commands: `run`, `sweep`, `replay` and `shrink`, their arguments (in both
+//! builds, so that `--help` lists them) and what they share. They execute only in the
+//! simulated build, which `scripts/zkharness` builds; a normal build says so and exits 64.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+#[cfg(not(madsim))]
+use zkh_scenarios::report::exit;
+
+#[cfg(madsim)]
+mod replay;
+#[cfg(madsim)]
+mod run;
+#[cfg(madsim)]
+mod shrink;
+#[cfg(madsim)]
+mod sweep;
+
+/// `zkharness run`.
+#[derive(Args)]
+pub struct RunArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// The seed: the run's only entropy (`ZKH_SEED` gives it too).
+    #[arg(long, env = "ZKH_SEED")]
+    pub seed: u64,
+    /// Write the run's report (JSON: options, outcome, findings, history, repro command) into
+    /// this folder, as `<scenario>-seed<N>.json`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `zkharness sweep`.
+#[derive(Args)]
+pub struct SweepArgs {
+    /// Scenario files, or folders whose `*.toml` files are scenarios.
+    #[arg(required = true)]
+    pub scenarios: Vec<PathBuf>,
+    /// The seeds, as START..END (END excluded). A positive control runs its
+    /// `expect.within_seeds` seeds from START; a scenario that pins `seeds` runs those.
+    #[arg(long, default_value = "0..100", value_parser = parse_range)]
+    pub seeds: Range<u64>,
+    /// Worker threads (default: every core).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub jobs: Option<u16>,
+    /// Run only slice I of N (0-based, as I/N), for a CI matrix: seeds whose number is I
+    /// modulo N, and the positive controls and pinned scenarios whose place in the list is.
+    #[arg(long, value_parser = parse_shard)]
+    pub shard: Option<(u64, u64)>,
+    /// Write the summary as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write each failure's report, and the summary (`summary.json`), into this folder.
+    #[arg(long, value_name = "DIR", default_value = "zkharness-reports")]
+    pub out: PathBuf,
+    /// Stop at the first seed that does not end as its scenario expects.
+    #[arg(long)]
+    pub fail_fast: bool,
+}
+
+/// `zkharness replay`.
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// A run report (JSON), as `run --out` or `sweep` wrote it.
+    pub report: PathBuf,
+}
+
+/// `zkharness shrink`.
+#[derive(Args)]
+pub struct ShrinkArgs {
+    /// The report of a failing run (JSON).
+    pub report: PathBuf,
+    /// Where to write the minimal scenario (default: `scenarios/regressions/<scenario>-seed<N>.toml`).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Give up after this many runs.
+    #[arg(long, default_value_t = 3000)]
+    pub max_runs: u32,
+}
+
+fn parse_range(text: &str) -> Result<Range<u64>, String> {
+    let (start, end) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?} is not START..END"))?;
+    let number = |part: &str| {
+        part.parse::<u64>()
+            .map_err(|_| format!("{part:?} is not a seed (a whole number)"))
+    };
+    let (start, end) = (number(start)?, number(end)?);
+    if start >= end {
+        return Err(format!("the range {text} is empty"));
+    }
+    Ok(start..end)
+}
+
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let (index, count) = text
+        .split_once('/')
+        .ok_or_else(|| format!("{text:?} is not I/N"))?;
+    let index: u64 = index
+        .parse()
+        .map_err(|_| format!("{index:?} is not a shard index"))?;
+    let count: u64 = count
+        .parse()
+        .map_err(|_| format!("{count:?} is not a shard count"))?;
+    if count == 0 || index >= count {
+        return Err(format!(
+            "shard {index}/{count} does not exist (0-based: 0/N to N-1/N)"
+        ));
+    }
+    Ok((index, count))
+}
+
+// Used by the simulated commands only.
+#[cfg_attr(not(madsim), allow(dead_code))]
+/// How a user invokes the tool, for the commands it prints: `scripts/zkharness` sets
+/// `ZKHARNESS_AS` to itself; an installed binary is `zkharness`.
+pub fn invocation() -> String {
+    std::env::var("ZKHARNESS_AS").unwrap_or_else(|_| "zkharness".to_owned())
+}
+
+#[cfg_attr(not(madsim), allow(dead_code))]
+/// The command that reproduces `seed` of the scenario at `path`.
+pub fn repro(path: &Path, seed: u64) -> String {
+    format!("{} run {} --seed {seed}", invocation(), path.display())
+}
+
+#[cfg(not(madsim))]
+fn without_simulator(command: &str) -> ExitCode {
+    eprintln!(
+        "zkharness: `{command}` runs on the simulated ensemble, which this build does not have; \
+         use scripts/zkharness, which builds the simulated zkharness (see README)"
+    );
+    ExitCode::from(exit::BAD_INPUT)
+}
+
+/// `zkharness run`.
+pub fn run(args: RunArgs) -> ExitCode {
+    #[cfg(madsim)]
+    return run::run(args);
+    #[cfg(not(madsim))]
+    {
+        let _ = args;
+        without_simulator("run")
+    }
+}
+
+/// `zkharness sweep`.
+pub fn sweep(args: SweepArgs) -> ExitCode {
+    #[cfg(madsim)]
+    return sweep::sweep(args);
+    #[cfg(not(madsim))]
+    {
+        let _ = args;
+        without_simulator("sweep")
+    }
+}
+
+/// `zkharness replay`.
+pub fn replay(args: ReplayArgs) -> ExitCode {
+    #[cfg(madsim)]
+    return replay::replay(args);
+    #[cfg(not(madsim))]
+    {
+        let _ = args;
+        without_simulator("replay")
+    }
+}
+
+/// `zkharness shrink`.
+pub fn shrink(args: ShrinkArgs) -> ExitCode {
+    #[cfg(madsim)]
+    return shrink::shrink(args);
+    #[cfg(not(madsim))]
+    {
+        let _ = args;
+        without_simulator("shrink")
+    }
+}

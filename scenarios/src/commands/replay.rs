@@ -1,0 +1,99 @@
+//! `zkharness replay REPORT.json`: runs the report's scenario and seed again and compares the
+//! histories event by event: `identical`, or the first event where the runs diverge.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use zkh_model::HistoryEntry;
+use zkh_scenarios::report::{exit, fnv1a, RunReport, RUN_FORMAT};
+use zkh_scenarios::runner;
+use zkh_scenarios::scenario::Loaded;
+
+use super::run::load_or_report;
+use super::ReplayArgs;
+use crate::say;
+
+/// Reads a run report and the scenario it names, which must not have changed since.
+pub(super) fn load_report(path: &Path) -> Result<(RunReport, PathBuf, Loaded), ExitCode> {
+    let bad = |message: String| {
+        eprintln!("zkharness: {message}");
+        ExitCode::from(exit::BAD_INPUT)
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| bad(format!("cannot read {}: {error}", path.display())))?;
+    let report: RunReport = serde_json::from_str(&text).map_err(|error| {
+        bad(format!(
+            "{}:{}:{}: not a run report: {error}",
+            path.display(),
+            error.line(),
+            error.column()
+        ))
+    })?;
+    if report.format != RUN_FORMAT {
+        return Err(bad(format!(
+            "{}: a report of format {:?}; this zkharness reads {RUN_FORMAT:?}",
+            path.display(),
+            report.format
+        )));
+    }
+    let scenario_path = PathBuf::from(&report.scenario.path);
+    let loaded = load_or_report(&scenario_path)?;
+    let hash = format!("{:016x}", fnv1a(loaded.text.as_bytes()));
+    if hash != report.scenario.text_hash {
+        eprintln!(
+            "zkharness: the scenario {} changed since the report was written (its text hash \
+             was {}, is {hash}): the report no longer says what this file does",
+            scenario_path.display(),
+            report.scenario.text_hash
+        );
+        return Err(ExitCode::from(exit::UNEXPECTED));
+    }
+    Ok((report, scenario_path, loaded))
+}
+
+fn show(entry: Option<&HistoryEntry>) -> String {
+    match entry {
+        Some(entry) => format!("at {} us: {:?}", entry.at_us, entry.event),
+        None => "the end of the history".to_owned(),
+    }
+}
+
+pub(super) fn replay(args: ReplayArgs) -> ExitCode {
+    let (report, scenario_path, loaded) = match load_report(&args.report) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    say!("seed: {}", report.seed);
+    say!(
+        "scenario: {} ({})",
+        report.scenario.name,
+        scenario_path.display()
+    );
+    let result = runner::run(&loaded.resolved, report.seed);
+    let expected = report.history.entries();
+    let got = result.history.entries();
+    let diverged = (0..expected.len().max(got.len())).find(|&i| expected.get(i) != got.get(i));
+    match diverged {
+        None => {
+            say!(
+                "identical: {} events, trace={:016x}, result: {}",
+                got.len(),
+                result.trace,
+                result.outcome.headline()
+            );
+            ExitCode::SUCCESS
+        }
+        Some(index) => {
+            say!("diverged at event {index}");
+            say!("  expected {}", show(expected.get(index)));
+            say!("  got      {}", show(got.get(index)));
+            say!(
+                "the report's trace {}, this run's {:016x} (result: {})",
+                report.trace,
+                result.trace,
+                result.outcome.headline()
+            );
+            ExitCode::from(exit::UNEXPECTED)
+        }
+    }
+}

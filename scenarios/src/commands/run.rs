@@ -1,0 +1,135 @@
+//! `zkharness run SCENARIO --seed N [--out DIR]`: one seed of a scenario, its findings, and a
+//! last line a script can read: `result: <outcome> seed=N trace=<hex>`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use zkh_scenarios::report::{commit, exit, fnv1a, RunReport, ScenarioRef, RUN_FORMAT};
+use zkh_scenarios::runner::{self, RunResult};
+use zkh_scenarios::scenario::{self, Loaded, Resolved};
+
+use super::{repro, RunArgs};
+use crate::say;
+
+/// Loads a scenario, or prints why it cannot be and gives the bad-input code.
+pub(super) fn load_or_report(path: &Path) -> Result<Loaded, ExitCode> {
+    scenario::load(path).map_err(|error| {
+        eprintln!("zkharness: {error}");
+        ExitCode::from(exit::BAD_INPUT)
+    })
+}
+
+/// One line of the scenario's options.
+pub(super) fn describe(scenario: &Resolved) -> String {
+    let plan = &scenario.faults;
+    format!(
+        "{} {}, {} servers, {} clients, session {} ms, {}; faults: {} scripted, {} triggered, {}; \
+         phases: faults {} ms, liveness {} ms, leader within {} ms",
+        scenario.recipe.as_str(),
+        scenario.variant,
+        scenario.servers,
+        scenario.clients,
+        scenario.session_timeout_ms,
+        if scenario.fenced {
+            "fenced"
+        } else {
+            "unfenced"
+        },
+        plan.scripted.len(),
+        plan.triggered.len(),
+        if plan.random.is_some() {
+            "random"
+        } else {
+            "no random"
+        },
+        scenario.fault_ms,
+        scenario.liveness_ms,
+        scenario.leader_within_ms,
+    )
+}
+
+/// The report of `result`, a run of the scenario `loaded` read from `path`.
+pub(super) fn report(path: &Path, loaded: &Loaded, result: &RunResult) -> RunReport {
+    RunReport {
+        format: RUN_FORMAT.to_owned(),
+        scenario: ScenarioRef {
+            path: path.display().to_string(),
+            name: loaded.resolved.name.clone(),
+            text_hash: format!("{:016x}", fnv1a(loaded.text.as_bytes())),
+        },
+        seed: result.seed,
+        commit: commit().to_owned(),
+        options: serde_json::to_value(&loaded.resolved).expect("options serialise"),
+        outcome: result.outcome.clone(),
+        expected: result.as_expected(&loaded.resolved),
+        findings: result.findings.clone(),
+        faults_not_fired: result.faults_not_fired.clone(),
+        trace: format!("{:016x}", result.trace),
+        simulated_ms: result.simulated_ms,
+        repro: repro(path, result.seed),
+        history: result.history.clone(),
+    }
+}
+
+/// Writes `report` into `dir` as `<scenario>-seed<N>.json`, and returns its path.
+pub(super) fn write_report(dir: &Path, report: &RunReport) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
+    let file = dir.join(format!("{}-seed{}.json", report.scenario.name, report.seed));
+    let text = serde_json::to_string_pretty(report).expect("a report serialises");
+    std::fs::write(&file, text + "\n")
+        .map_err(|error| format!("cannot write {}: {error}", file.display()))?;
+    Ok(file)
+}
+
+pub(super) fn run(args: RunArgs) -> ExitCode {
+    let loaded = match load_or_report(&args.scenario) {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let scenario = &loaded.resolved;
+    say!("seed: {}", args.seed);
+    say!("scenario: {} ({})", scenario.name, args.scenario.display());
+    say!("options: {}", describe(scenario));
+    say!("expect: {}", scenario.expected());
+    let result = runner::run(scenario, args.seed);
+    for finding in &result.findings {
+        let mark = match (finding.class.as_str(), finding.holds) {
+            ("sometimes", true) => "happened",
+            ("sometimes", false) => "not seen",
+            (_, true) => "holds",
+            (_, false) => "VIOLATED",
+        };
+        say!(
+            "  {mark:<9} {} ({}): {}",
+            finding.property,
+            finding.class,
+            finding.detail
+        );
+    }
+    for fault in &result.faults_not_fired {
+        say!("  NOT FIRED {fault}");
+    }
+    if let zkh_scenarios::report::Outcome::Crash { message } = &result.outcome {
+        say!("the harness crashed: {message}");
+    }
+    if let Some(dir) = &args.out {
+        match write_report(dir, &report(&args.scenario, &loaded, &result)) {
+            Ok(file) => say!("report: {}", file.display()),
+            Err(message) => {
+                eprintln!("zkharness: {message}");
+                return ExitCode::from(exit::BAD_INPUT);
+            }
+        }
+    }
+    if !result.as_expected(scenario) {
+        say!("not as the scenario expects ({})", scenario.expected());
+    }
+    say!(
+        "result: {} seed={} trace={:016x}",
+        result.outcome.headline(),
+        result.seed,
+        result.trace
+    );
+    ExitCode::from(result.outcome.exit_code())
+}

@@ -1,0 +1,404 @@
+//! `zkharness sweep`: many seeds of many scenarios on every core.
+//!
+//! Every (scenario, seed) pair is one job; worker threads take jobs in order and each seed runs
+//! on its own thread and runtime, so the results depend on the seeds alone, never on the number
+//! of workers. The main thread judges each result as it arrives (a pass scenario must pass; a
+//! positive control must be caught on one of its seeds), prints a failure with the command that
+//! reproduces it, writes its report, and drops the history: memory stays flat however many seeds
+//! run. Wall time is read only for the speed figures, outside every run.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use zkh_scenarios::report::{
+    commit, exit, fnv1a, Outcome, ScenarioSummary, SweepFailure, SweepSummary, SWEEP_FORMAT,
+};
+use zkh_scenarios::runner::{self, RunResult};
+use zkh_scenarios::scenario::{self, Loaded};
+
+use super::run::{report, write_report};
+use super::{invocation, repro, SweepArgs};
+use crate::say;
+
+/// The scenario files named by `paths`: files as given, folders' `*.toml` files in name order.
+fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let entries = std::fs::read_dir(path)
+                .map_err(|error| format!("cannot read the folder {}: {error}", path.display()))?;
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "toml") && p.is_file())
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                return Err(format!(
+                    "{} holds no scenario (*.toml) files",
+                    path.display()
+                ));
+            }
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    Ok(files)
+}
+
+/// What the main thread keeps of each scenario while the sweep runs.
+struct Tally {
+    path: PathBuf,
+    loaded: Loaded,
+    seeds_run: u64,
+    run_seconds: f64,
+    failures: Vec<SweepFailure>,
+    caught_at: Vec<u64>,
+    traces: Vec<(u64, u64)>,
+    worst: Option<u8>,
+}
+
+/// Which exit code wins when several failures happened: a crash, then safety, then liveness,
+/// then anything else unexpected.
+fn rank(code: u8) -> u8 {
+    match code {
+        exit::CRASH => 4,
+        exit::SAFETY => 3,
+        exit::LIVENESS => 2,
+        _ => 1,
+    }
+}
+
+/// Makes `worst` the graver of itself and `code`.
+fn raise(worst: &mut Option<u8>, code: u8) {
+    if worst.is_none_or(|w| rank(code) > rank(w)) {
+        *worst = Some(code);
+    }
+}
+
+pub(super) fn sweep(args: SweepArgs) -> ExitCode {
+    let files = match scenario_files(&args.scenarios) {
+        Ok(files) => files,
+        Err(message) => {
+            eprintln!("zkharness: {message}");
+            return ExitCode::from(exit::BAD_INPUT);
+        }
+    };
+    let mut tallies = Vec::new();
+    let mut bad = false;
+    for path in files {
+        match scenario::load(&path) {
+            Ok(loaded) => tallies.push(Tally {
+                path,
+                loaded,
+                seeds_run: 0,
+                run_seconds: 0.0,
+                failures: Vec::new(),
+                caught_at: Vec::new(),
+                traces: Vec::new(),
+                worst: None,
+            }),
+            Err(error) => {
+                eprintln!("zkharness: {error}");
+                bad = true;
+            }
+        }
+    }
+    if bad {
+        return ExitCode::from(exit::BAD_INPUT);
+    }
+    let jobs_count = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
+    // (scenario, seed), scenario by scenario: a shard takes the seeds of its residue, and
+    // whole the controls and pinned scenarios of its residue.
+    let mut work: Vec<(usize, u64)> = Vec::new();
+    for (index, tally) in tallies.iter().enumerate() {
+        let scenario = &tally.loaded.resolved;
+        let whole = scenario.is_control() || !scenario.seeds.is_empty();
+        for seed in scenario.sweep_seeds(args.seeds.clone()) {
+            let slice = if whole { index as u64 } else { seed };
+            if args.shard.is_none_or(|(i, n)| slice % n == i) {
+                work.push((index, seed));
+            }
+        }
+    }
+    eprintln!(
+        "sweep: {} scenarios, seeds {}..{}{}, {} jobs on {} threads, commit {}",
+        tallies.len(),
+        args.seeds.start,
+        args.seeds.end,
+        args.shard
+            .map_or(String::new(), |(i, n)| format!(", shard {i}/{n}")),
+        work.len(),
+        jobs_count,
+        commit()
+    );
+    let scenarios: Arc<Vec<_>> =
+        Arc::new(tallies.iter().map(|t| t.loaded.resolved.clone()).collect());
+    let work = Arc::new(work);
+    let next = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<(usize, RunResult, f64)>();
+    let started = Instant::now();
+    let workers: Vec<_> = (0..jobs_count)
+        .map(|_| {
+            let (scenarios, work, next, stop, tx) = (
+                Arc::clone(&scenarios),
+                Arc::clone(&work),
+                Arc::clone(&next),
+                Arc::clone(&stop),
+                tx.clone(),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let Some(&(index, seed)) = work.get(next.fetch_add(1, Ordering::Relaxed))
+                    else {
+                        return;
+                    };
+                    let began = Instant::now();
+                    let result = runner::run(&scenarios[index], seed);
+                    if tx
+                        .send((index, result, began.elapsed().as_secs_f64()))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(work.len() as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} seeds, {per_sec}, eta {eta} {msg}")
+                .expect("a valid template"),
+        );
+        Some(bar)
+    } else {
+        None
+    };
+    let log = |line: String| match &bar {
+        Some(bar) => bar.println(line),
+        None => eprintln!("{line}"),
+    };
+    let mut last_log = Instant::now();
+    let mut done = 0usize;
+    let mut failures = 0usize;
+    let mut write_error = None;
+    for (index, result, seconds) in rx {
+        done += 1;
+        let tally = &mut tallies[index];
+        tally.seeds_run += 1;
+        tally.run_seconds += seconds;
+        tally.traces.push((result.seed, result.trace));
+        let scenario = &tally.loaded.resolved;
+        let as_expected = result.as_expected(scenario);
+        let keep_report = if scenario.is_control() {
+            if as_expected {
+                tally.caught_at.push(result.seed);
+            }
+            as_expected && tally.caught_at.len() == 1
+        } else {
+            !as_expected
+        };
+        let mut report_path = None;
+        if keep_report {
+            match write_report(&args.out, &report(&tally.path, &tally.loaded, &result)) {
+                Ok(path) => report_path = Some(path.display().to_string()),
+                Err(message) => write_error = Some(message),
+            }
+        }
+        if !scenario.is_control() && !as_expected {
+            failures += 1;
+            raise(&mut tally.worst, result.outcome.exit_code());
+            let property = match &result.outcome {
+                Outcome::FaultsNotFired { .. } => "faults not fired".to_owned(),
+                Outcome::Crash { .. } => "crash".to_owned(),
+                other => other.property().unwrap_or("pass").to_owned(),
+            };
+            log(format!(
+                "FAIL {} seed {}: {}\n  reproduce: {}{}",
+                scenario.name,
+                result.seed,
+                result.outcome.headline(),
+                repro(&tally.path, result.seed),
+                report_path
+                    .as_deref()
+                    .map_or(String::new(), |p| format!("\n  report: {p}")),
+            ));
+            tally.failures.push(SweepFailure {
+                seed: result.seed,
+                property,
+                trace: format!("{:016x}", result.trace),
+                repro: repro(&tally.path, result.seed),
+                report: report_path,
+            });
+            if args.fail_fast {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+        match &bar {
+            Some(bar) => {
+                bar.inc(1);
+                if failures > 0 {
+                    bar.set_message(format!("{failures} failing"));
+                }
+            }
+            None if last_log.elapsed() >= Duration::from_secs(5) => {
+                last_log = Instant::now();
+                eprintln!(
+                    "sweep: {done}/{} seeds, {failures} failing, {:.0} seeds/s",
+                    work.len(),
+                    done as f64 / started.elapsed().as_secs_f64()
+                );
+            }
+            None => {}
+        }
+    }
+    for worker in workers {
+        worker
+            .join()
+            .expect("a sweep worker panicked outside a run");
+    }
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    finish(&args, tallies, jobs_count, wall_s, write_error)
+}
+
+fn finish(
+    args: &SweepArgs,
+    tallies: Vec<Tally>,
+    jobs: usize,
+    wall_s: f64,
+    write_error: Option<String>,
+) -> ExitCode {
+    let mut worst: Option<u8> = None;
+    let mut summaries = Vec::new();
+    say!(
+        "{:<44} {:<34} {:>6} {:>8} {:>9}",
+        "scenario",
+        "expected",
+        "seeds",
+        "failing",
+        "seeds/s"
+    );
+    for mut tally in tallies {
+        let scenario = &tally.loaded.resolved;
+        tally.traces.sort_unstable();
+        let mut combined = Vec::with_capacity(tally.traces.len() * 8);
+        for (_, trace) in &tally.traces {
+            combined.extend_from_slice(&trace.to_le_bytes());
+        }
+        tally.caught_at.sort_unstable();
+        tally.failures.sort_by_key(|f| f.seed);
+        let ok = if scenario.is_control() {
+            tally.seeds_run == 0 || !tally.caught_at.is_empty()
+        } else {
+            tally.failures.is_empty()
+        };
+        if scenario.is_control() && !ok {
+            say!(
+                "CONTROL NOT CAUGHT: {} ({}) expects {} within {} seeds, and none of its {} seeds showed it",
+                scenario.name,
+                tally.path.display(),
+                scenario.expected(),
+                scenario.within_seeds,
+                tally.seeds_run
+            );
+            raise(&mut worst, exit::UNEXPECTED);
+        }
+        if let Some(code) = tally.worst {
+            raise(&mut worst, code);
+        }
+        let seeds_per_sec = tally.seeds_run as f64 / tally.run_seconds.max(1e-9);
+        let failing = if scenario.is_control() {
+            match tally.caught_at.first() {
+                Some(seed) => format!("caught@{seed}"),
+                None if tally.seeds_run == 0 => "-".to_owned(),
+                None => "MISSED".to_owned(),
+            }
+        } else {
+            tally.failures.len().to_string()
+        };
+        say!(
+            "{:<44} {:<34} {:>6} {:>8} {:>9.0}",
+            scenario.name,
+            scenario.expected(),
+            tally.seeds_run,
+            failing,
+            seeds_per_sec
+        );
+        summaries.push(ScenarioSummary {
+            scenario: scenario.name.clone(),
+            path: tally.path.display().to_string(),
+            expected: scenario.expected(),
+            seeds_run: tally.seeds_run,
+            failures: tally.failures,
+            caught_at: tally.caught_at,
+            ok,
+            seeds_per_sec,
+            combined_trace: format!("{:016x}", fnv1a(&combined)),
+        });
+    }
+    let seeds_run: u64 = summaries.iter().map(|s| s.seeds_run).sum();
+    let summary = SweepSummary {
+        format: SWEEP_FORMAT.to_owned(),
+        commit: zkh_scenarios::report::commit().to_owned(),
+        seeds: format!("{}..{}", args.seeds.start, args.seeds.end),
+        shard: args.shard.map(|(i, n)| format!("{i}/{n}")),
+        jobs,
+        ok: summaries.iter().all(|s| s.ok),
+        scenarios: summaries,
+        seeds_run,
+        wall_s,
+    };
+    let text = serde_json::to_string_pretty(&summary).expect("a summary serialises") + "\n";
+    let mut written = vec![write(&args.out.join("summary.json"), &text)];
+    if let Some(json) = &args.json {
+        written.push(write(json, &text));
+    }
+    say!(
+        "{} seeds of {} scenarios in {:.1} s ({:.0} seeds/s on {jobs} threads): {}",
+        seeds_run,
+        summary.scenarios.len(),
+        wall_s,
+        seeds_run as f64 / wall_s.max(1e-9),
+        if summary.ok {
+            "every scenario as expected"
+        } else {
+            "NOT as expected"
+        }
+    );
+    say!("reports and summary: {}", args.out.display());
+    if !summary.ok {
+        say!(
+            "replay a report: {0} replay REPORT.json; shrink it: {0} shrink REPORT.json",
+            invocation()
+        );
+    }
+    for outcome in written.into_iter().chain(write_error.map(Err)) {
+        if let Err(message) = outcome {
+            eprintln!("zkharness: {message}");
+            return ExitCode::from(exit::BAD_INPUT);
+        }
+    }
+    ExitCode::from(worst.unwrap_or(exit::PASS))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
+    }
+    std::fs::write(path, text).map_err(|error| format!("cannot write {}: {error}", path.display()))
+}

@@ -1,0 +1,165 @@
+//! Running a scenario for one seed on the simulated ensemble (simulated build only).
+//!
+//! Each seed runs on a fresh OS thread with its own madsim runtime seeded with the seed (std's
+//! hasher is seeded per thread; a fresh thread gives every seed the same start), with a limit of
+//! 600 simulated seconds. A panic inside the run, or the limit, is the harness's crash, reported
+//! as [`Outcome::Crash`] and never as a finding about the recipe.
+//!
+//! The outcome: the first violated `always` property among those the scenario judges, else the
+//! first violated `eventually` one, else [`Outcome::FaultsNotFired`] if a planned fault did not
+//! happen, else a pass.
+
+use zkh_model::properties::Class;
+use zkh_model::History;
+use zkh_recipes::fencing::Fencing;
+use zkh_sim::run::try_run_seed;
+use zkh_sim::sharded::{sharded_job, ShardedConfig};
+use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
+
+use crate::report::{FindingRecord, Outcome};
+use crate::scenario::{Resolved, SimRecipe};
+
+/// The simulated time a run may take before the harness calls it a crash.
+pub const TIME_LIMIT_S: u64 = 600;
+
+/// What one seed of a scenario gave.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The seed.
+    pub seed: u64,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Every finding of the judged properties, and every `sometimes` check.
+    pub findings: Vec<FindingRecord>,
+    /// Planned faults that did not fire.
+    pub faults_not_fired: Vec<String>,
+    /// The history (empty after a crash).
+    pub history: History,
+    /// The history's stable hash.
+    pub trace: u64,
+    /// Simulated time of the run.
+    pub simulated_ms: u64,
+}
+
+impl RunResult {
+    /// Whether the run ended as the scenario expects: a pass, or, for a positive control, the
+    /// violation of its property.
+    pub fn as_expected(&self, scenario: &Resolved) -> bool {
+        match &scenario.expect_violation {
+            None => self.outcome == Outcome::Pass,
+            Some(property) => self.outcome.property() == Some(property.as_str()),
+        }
+    }
+}
+
+/// Runs `scenario` for `seed`.
+pub fn run(scenario: &Resolved, seed: u64) -> RunResult {
+    let owned = scenario.clone();
+    match try_run_seed(seed, TIME_LIMIT_S, move |seed| workload(owned, seed)) {
+        Ok(outcome) => judge(scenario, seed, outcome),
+        Err(message) => RunResult {
+            seed,
+            outcome: Outcome::Crash { message },
+            findings: Vec::new(),
+            faults_not_fired: Vec::new(),
+            history: History::new(),
+            trace: 0,
+            simulated_ms: 0,
+        },
+    }
+}
+
+fn judge(scenario: &Resolved, seed: u64, outcome: WorkloadOutcome) -> RunResult {
+    let judged = |class: Class| {
+        outcome.findings.iter().find(|f| {
+            f.class == class && !f.holds && scenario.properties.iter().any(|p| p == f.property)
+        })
+    };
+    let verdict = if let Some(f) = judged(Class::Always) {
+        Outcome::Violation {
+            property: f.property.to_owned(),
+            detail: f.detail.clone(),
+        }
+    } else if let Some(f) = judged(Class::Eventually) {
+        Outcome::Liveness {
+            property: f.property.to_owned(),
+            detail: f.detail.clone(),
+        }
+    } else if !outcome.faults_not_fired.is_empty() {
+        Outcome::FaultsNotFired {
+            faults: outcome.faults_not_fired.clone(),
+        }
+    } else {
+        Outcome::Pass
+    };
+    let findings = outcome
+        .findings
+        .iter()
+        .filter(|f| {
+            f.class == Class::Sometimes || scenario.properties.iter().any(|p| p == f.property)
+        })
+        .map(FindingRecord::from)
+        .collect();
+    let simulated_ms = outcome
+        .history
+        .entries()
+        .last()
+        .map_or(0, |e| e.at_us / 1000);
+    RunResult {
+        seed,
+        outcome: verdict,
+        findings,
+        faults_not_fired: outcome.faults_not_fired,
+        trace: outcome.history.stable_hash(),
+        history: outcome.history,
+        simulated_ms,
+    }
+}
+
+fn fencing(scenario: &Resolved) -> Fencing {
+    if scenario.fenced {
+        Fencing::Fenced
+    } else {
+        Fencing::Unfenced
+    }
+}
+
+async fn workload(scenario: Resolved, seed: u64) -> WorkloadOutcome {
+    let plan = scenario.faults.clone();
+    let config = WorkloadConfig {
+        servers: scenario.servers,
+        clients: scenario.clients,
+        session_timeout_ms: scenario.session_timeout_ms,
+        fencing: fencing(&scenario),
+        fault_phase_ms: scenario.fault_ms,
+        liveness_ms: scenario.liveness_ms,
+        leader_within_ms: scenario.leader_within_ms,
+        critical_ms: scenario.critical_ms,
+        initial_stock: scenario.initial_units,
+        job_interval_ms: scenario.job_interval_ms,
+    };
+    let leader = |recipe| workload::leader_job(seed, recipe, config.clone(), plan.clone());
+    match scenario.sim_recipe() {
+        SimRecipe::Lock(variant) => {
+            workload::stock(seed, variant, config.clone(), plan.clone()).await
+        }
+        SimRecipe::Latch(variant) => leader(LeaderRecipe::Latch(variant)).await,
+        SimRecipe::Election(variant) => leader(LeaderRecipe::Election(variant)).await,
+        SimRecipe::Master(variant) => leader(LeaderRecipe::Master(variant)).await,
+        SimRecipe::Job(variant) => {
+            let sharded = ShardedConfig {
+                servers: scenario.servers,
+                clients: scenario.clients,
+                session_timeout_ms: scenario.session_timeout_ms,
+                items: scenario.items,
+                cycle_interval_ms: scenario.cycle_interval_ms,
+                fault_phase_ms: scenario.fault_ms,
+                liveness_ms: scenario.liveness_ms,
+                leader_within_ms: scenario.leader_within_ms,
+                settle_ms: scenario.settle_ms,
+                judged_from_ms: scenario.judged_from_ms,
+            };
+            sharded_job(seed, variant, sharded, plan.clone()).await
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! From a scenario as written to one the runner executes: every default filled in per recipe,
+//! every name and number checked. A problem is reported with the dotted path of the field it is
+//! about, which the parser turns into a line and column.
+
+use serde::{Deserialize, Serialize};
+use zkh_recipes::elastic_job::JobVariant;
+use zkh_recipes::election::ElectionVariant;
+use zkh_recipes::latch::LatchVariant;
+use zkh_recipes::lock::LockVariant;
+use zkh_recipes::master::MasterVariant;
+use zkh_sim::fault::{Fault, NodeRef, ServerRef};
+
+use super::{RecipeName, ScenarioFile};
+
+/// A recipe and its variant, typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimRecipe {
+    /// The lock.
+    Lock(LockVariant),
+    /// The latch.
+    Latch(LatchVariant),
+    /// The job election.
+    Election(ElectionVariant),
+    /// The book's master election.
+    Master(MasterVariant),
+    /// The sharded job.
+    Job(JobVariant),
+}
+
+/// The properties each recipe's workload judges (`always` and `eventually`), in the order its
+/// findings list them.
+pub fn judged_properties(recipe: RecipeName) -> &'static [&'static str] {
+    match recipe {
+        RecipeName::Lock => &[
+            "mutual exclusion",
+            "no oversell",
+            "herd free",
+            "leader elected",
+        ],
+        RecipeName::Latch | RecipeName::Election => {
+            &["single acting master", "herd free", "leader elected"]
+        }
+        RecipeName::Master => &["single acting master", "leader elected"],
+        RecipeName::Job => &["no shard executed twice", "no shard lost", "leader elected"],
+    }
+}
+
+/// A scenario ready to run: every knob has its value.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Resolved {
+    /// The scenario's name (its file's stem).
+    pub name: String,
+    /// The recipe.
+    pub recipe: RecipeName,
+    /// Its variant.
+    pub variant: String,
+    /// Servers.
+    pub servers: u32,
+    /// Client processes.
+    pub clients: u32,
+    /// Session timeout.
+    pub session_timeout_ms: u64,
+    /// Whether the resource is fenced.
+    pub fenced: bool,
+    /// The lock's initial stock.
+    pub initial_units: i64,
+    /// The lock's critical section.
+    pub critical_ms: u64,
+    /// The elected leader's job period.
+    pub job_interval_ms: u64,
+    /// The sharded job's items per cycle.
+    pub items: u32,
+    /// The sharded job's cron period.
+    pub cycle_interval_ms: u64,
+    /// The sharded job's judged cycles start this long after the heal...
+    pub settle_ms: u64,
+    /// ...or this long after the start.
+    pub judged_from_ms: Option<u64>,
+    /// The fault phase.
+    pub fault_ms: u64,
+    /// The liveness phase.
+    pub liveness_ms: u64,
+    /// The bound of "leader elected".
+    pub leader_within_ms: u64,
+    /// The faults.
+    pub faults: zkh_sim::fault::FaultPlan,
+    /// The properties judged.
+    pub properties: Vec<String>,
+    /// The property a positive control expects violated, if this is one.
+    pub expect_violation: Option<String>,
+    /// The seeds within which a control must be caught.
+    pub within_seeds: u64,
+    /// The seeds a sweep runs, if the file pins them.
+    pub seeds: Vec<u64>,
+}
+
+/// A problem with a field: its dotted path and what is wrong.
+pub(super) type Problem = (String, String);
+
+fn variant<T: for<'de> Deserialize<'de>>(name: &str, known: &str) -> Result<T, Problem> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
+        (
+            "workload.variant".to_owned(),
+            format!("unknown variant {name:?} (known: {known})"),
+        )
+    })
+}
+
+impl Resolved {
+    /// The recipe with its variant, typed.
+    pub fn sim_recipe(&self) -> SimRecipe {
+        sim_recipe(self.recipe, &self.variant).expect("a resolved scenario's variant was checked")
+    }
+
+    /// Whether this scenario is a positive control.
+    pub fn is_control(&self) -> bool {
+        self.expect_violation.is_some()
+    }
+
+    /// What the scenario expects, in words: `pass`, or `violation <property>`.
+    pub fn expected(&self) -> String {
+        match &self.expect_violation {
+            Some(property) => format!("violation {property}"),
+            None => "pass".to_owned(),
+        }
+    }
+
+    /// The seeds a sweep of `range` runs: those the file pins, else a control's
+    /// `within_seeds` seeds from the range's start (however long the range), else the range.
+    pub fn sweep_seeds(&self, range: std::ops::Range<u64>) -> Vec<u64> {
+        if !self.seeds.is_empty() {
+            self.seeds.clone()
+        } else if self.is_control() {
+            (range.start..range.start.saturating_add(self.within_seeds)).collect()
+        } else {
+            range.collect()
+        }
+    }
+}
+
+fn sim_recipe(recipe: RecipeName, name: &str) -> Result<SimRecipe, Problem> {
+    Ok(match recipe {
+        RecipeName::Lock => SimRecipe::Lock(variant(name, "correct, herd, unprotected")?),
+        RecipeName::Latch => {
+            SimRecipe::Latch(variant(name, "correct, trust-predecessor, no-owner-check")?)
+        }
+        RecipeName::Election => SimRecipe::Election(variant(name, "correct, check-then-write")?),
+        RecipeName::Master => SimRecipe::Master(variant(name, "correct, no-watch")?),
+        RecipeName::Job => SimRecipe::Job(variant(
+            name,
+            "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard",
+        )?),
+    })
+}
+
+fn check(ok: bool, path: impl Into<String>, message: impl Into<String>) -> Result<(), Problem> {
+    if ok {
+        Ok(())
+    } else {
+        Err((path.into(), message.into()))
+    }
+}
+
+/// Resolves `file`, named `name`.
+pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Problem> {
+    let w = &file.workload;
+    sim_recipe(w.recipe, &w.variant)?;
+    check(
+        matches!(w.servers, 1 | 3 | 5),
+        "workload.servers",
+        format!("expected 1, 3 or 5 servers, found {}", w.servers),
+    )?;
+    check(
+        (1..=16).contains(&w.clients),
+        "workload.clients",
+        format!("expected 1 to 16 clients, found {}", w.clients),
+    )?;
+    check(
+        (1000..=40_000).contains(&w.session_timeout_ms),
+        "workload.session_timeout_ms",
+        format!(
+            "expected 1000 to 40000 ms (the servers' minSessionTimeout and maxSessionTimeout), found {}",
+            w.session_timeout_ms
+        ),
+    )?;
+    let is_job = w.recipe == RecipeName::Job;
+    let is_leader = matches!(
+        w.recipe,
+        RecipeName::Latch | RecipeName::Election | RecipeName::Master
+    );
+    let only = |present: bool, table: &str, owner: &str| {
+        check(
+            !present,
+            format!("workload.{table}"),
+            format!(
+                "[workload.{table}] is the application of {owner}, not of the {}",
+                w.recipe.as_str()
+            ),
+        )
+    };
+    only(
+        w.stock.is_some() && w.recipe != RecipeName::Lock,
+        "stock",
+        "the lock",
+    )?;
+    only(
+        w.leader_job.is_some() && !is_leader,
+        "leader_job",
+        "the latch, the election and the master",
+    )?;
+    only(w.sharded.is_some() && !is_job, "sharded", "the job")?;
+    let stock = w.stock.clone().unwrap_or_default();
+    let leader_job = w.leader_job.clone().unwrap_or_default();
+    let sharded = w.sharded.clone().unwrap_or_default();
+    let items = sharded.items.unwrap_or(8);
+    check(
+        (1..=64).contains(&items),
+        "workload.sharded.items",
+        format!("expected 1 to 64 items, found {items}"),
+    )?;
+    let positive = |value: Option<u64>, path: &str| {
+        check(
+            value != Some(0),
+            path,
+            "expected a positive number of milliseconds, found 0",
+        )
+    };
+    positive(
+        sharded.cycle_interval_ms,
+        "workload.sharded.cycle_interval_ms",
+    )?;
+    positive(leader_job.interval_ms, "workload.leader_job.interval_ms")?;
+    let fault_ms = file.phases.fault_ms.unwrap_or(20_000);
+    let liveness_ms = file
+        .phases
+        .liveness_ms
+        .unwrap_or(if is_job { 40_000 } else { 15_000 });
+    let leader_within_ms =
+        file.phases
+            .leader_within_ms
+            .unwrap_or(if is_job { 20_000 } else { 10_000 });
+    check(
+        fault_ms + liveness_ms <= 500_000,
+        "phases.fault_ms",
+        format!(
+            "the fault and liveness phases together may last 500000 ms at most, found {}",
+            fault_ms + liveness_ms
+        ),
+    )?;
+    check(
+        leader_within_ms <= liveness_ms,
+        "phases.leader_within_ms",
+        format!("expected at most the liveness phase ({liveness_ms} ms), found {leader_within_ms}"),
+    )?;
+    check_faults(file, w.clients, w.servers, fault_ms)?;
+    let judged = judged_properties(w.recipe);
+    let known = |name: &str, path: String| {
+        check(
+            judged.contains(&name),
+            path,
+            format!(
+                "the {} judges no property {name:?} (it judges: {})",
+                w.recipe.as_str(),
+                judged.join(", ")
+            ),
+        )
+    };
+    for (index, property) in file.properties.iter().enumerate() {
+        known(property, format!("properties[{index}]"))?;
+    }
+    let properties: Vec<String> = if file.properties.is_empty() {
+        judged.iter().map(|p| (*p).to_owned()).collect()
+    } else {
+        file.properties.clone()
+    };
+    let expect = &file.expect;
+    check(
+        expect.outcome.is_none() || expect.violation.is_none(),
+        "expect.violation",
+        "a scenario expects either outcome = \"pass\" or a violation, not both",
+    )?;
+    if let Some(property) = &expect.violation {
+        known(property, "expect.violation".to_owned())?;
+        check(
+            properties.contains(property),
+            "expect.violation",
+            format!("{property:?} is not among the properties the scenario judges"),
+        )?;
+    }
+    check(
+        expect.within_seeds.is_none() || expect.violation.is_some(),
+        "expect.within_seeds",
+        "within_seeds is for a positive control (expect.violation)",
+    )?;
+    let within_seeds = expect.within_seeds.unwrap_or(10);
+    check(
+        (1..=100_000).contains(&within_seeds),
+        "expect.within_seeds",
+        format!("expected 1 to 100000 seeds, found {within_seeds}"),
+    )?;
+    Ok(Resolved {
+        name: name.to_owned(),
+        recipe: w.recipe,
+        variant: w.variant.clone(),
+        servers: w.servers,
+        clients: w.clients,
+        session_timeout_ms: w.session_timeout_ms,
+        fenced: w.fenced,
+        initial_units: stock.initial_units.unwrap_or(100_000),
+        critical_ms: stock.critical_ms.unwrap_or(50),
+        job_interval_ms: leader_job.interval_ms.unwrap_or(500),
+        items,
+        cycle_interval_ms: sharded.cycle_interval_ms.unwrap_or(10_000),
+        settle_ms: sharded.settle_ms.unwrap_or(10_000),
+        judged_from_ms: sharded.judged_from_ms,
+        fault_ms,
+        liveness_ms,
+        leader_within_ms,
+        faults: file.faults.clone(),
+        properties,
+        expect_violation: expect.violation.clone(),
+        within_seeds,
+        seeds: file.seeds.clone(),
+    })
+}
+
+fn check_faults(
+    file: &ScenarioFile,
+    clients: u32,
+    servers: u32,
+    fault_ms: u64,
+) -> Result<(), Problem> {
+    let plan = &file.faults;
+    for (index, scripted) in plan.scripted.iter().enumerate() {
+        let at = format!("faults.scripted[{index}]");
+        check(
+            scripted.at_ms < fault_ms,
+            format!("{at}.at_ms"),
+            format!(
+                "expected a time within the fault phase (0 to {} ms), found {}: it would never fire",
+                fault_ms - 1,
+                scripted.at_ms
+            ),
+        )?;
+        check_fault(&scripted.fault, &format!("{at}.fault"), clients, servers)?;
+    }
+    for (index, triggered) in plan.triggered.iter().enumerate() {
+        let at = format!("faults.triggered[{index}]");
+        if let Some(client) = triggered.when.client {
+            check(
+                client < clients,
+                format!("{at}.when.client"),
+                format!(
+                    "expected a client from 0 to {}, found {client}",
+                    clients - 1
+                ),
+            )?;
+        }
+        check(
+            triggered.when.nth >= 1,
+            format!("{at}.when.nth"),
+            "expected 1 or more (1 = the first matching operation), found 0",
+        )?;
+        check(
+            triggered.when.path_prefix.starts_with('/'),
+            format!("{at}.when.path_prefix"),
+            format!(
+                "expected an absolute path prefix, found {:?}",
+                triggered.when.path_prefix
+            ),
+        )?;
+        check_fault(&triggered.fault, &format!("{at}.fault"), clients, servers)?;
+    }
+    if let Some(random) = &plan.random {
+        let rates = [
+            ("drop_request_per_s", random.drop_request_per_s),
+            ("drop_reply_per_s", random.drop_reply_per_s),
+            ("expire_session_per_s", random.expire_session_per_s),
+            ("client_side_expiry_per_s", random.client_side_expiry_per_s),
+            ("kill_leader_per_s", random.kill_leader_per_s),
+            ("pause_client_per_s", random.pause_client_per_s),
+            ("partition_client_per_s", random.partition_client_per_s),
+        ];
+        for (name, rate) in rates {
+            check(
+                rate.is_finite() && (0.0..=10.0).contains(&rate),
+                format!("faults.random.{name}"),
+                format!("expected a rate from 0 to 10 per second, found {rate}"),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn check_fault(fault: &Fault, at: &str, clients: u32, servers: u32) -> Result<(), Problem> {
+    let client_ok = |client: u32| {
+        check(
+            client < clients,
+            format!("{at}.client"),
+            format!(
+                "expected a client from 0 to {}, found {client}",
+                clients - 1
+            ),
+        )
+    };
+    let server_ok = |server: &ServerRef, path: String| match server {
+        ServerRef::Id(id) => check(
+            (1..=servers).contains(id),
+            path,
+            format!("expected a server from 1 to {servers}, found {id}"),
+        ),
+        _ => Ok(()),
+    };
+    match fault {
+        Fault::DropRequest { client }
+        | Fault::DropReply { client }
+        | Fault::ExpireSession { client }
+        | Fault::ClientSideExpiry { client }
+        | Fault::CrashClient { client }
+        | Fault::PauseClient { client, .. }
+        | Fault::DelayWatch { client, .. } => client_ok(*client),
+        Fault::KillServer { server }
+        | Fault::RestartServer { server }
+        | Fault::SlowFollower { server, .. } => server_ok(server, format!("{at}.server")),
+        Fault::Partition { a, b, .. } => {
+            for (side, nodes) in [("a", a), ("b", b)] {
+                check(
+                    !nodes.is_empty(),
+                    format!("{at}.{side}"),
+                    "expected at least one node on each side of a partition",
+                )?;
+                for node in nodes {
+                    match node {
+                        NodeRef::Client(client) => check(
+                            *client < clients,
+                            format!("{at}.{side}"),
+                            format!("expected clients from 0 to {}, found {client}", clients - 1),
+                        )?,
+                        NodeRef::Server(server) => server_ok(server, format!("{at}.{side}"))?,
+                        NodeRef::AllServers => {}
+                    }
+                }
+            }
+            Ok(())
+        }
+        Fault::DataLoss => Ok(()),
+    }
+}

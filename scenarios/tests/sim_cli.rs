@@ -1,0 +1,352 @@
+//! The simulator's commands as a user runs them: `run` (the same seed gives the same trace, a
+//! different seed another), `replay` (identical, or the first edited event), `shrink` (only the
+//! faults the bug needs), `sweep` of the catalogue and the regressions (every file ends as it
+//! expects), a counterexample exported by `check` run as a scenario, and the exit codes.
+#![cfg(madsim)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use zkh_scenarios::runner;
+use zkh_scenarios::scenario::load;
+
+fn zkharness(args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_zkharness"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("zkharness runs");
+    (
+        output.status.code().expect("an exit code"),
+        String::from_utf8(output.stdout).expect("utf-8"),
+        String::from_utf8(output.stderr).expect("utf-8"),
+    )
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zkh-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    dir
+}
+
+/// The `result:` line's outcome and trace.
+fn result_line(stdout: &str) -> (String, String) {
+    let line = stdout
+        .lines()
+        .last()
+        .filter(|l| l.starts_with("result: "))
+        .unwrap_or_else(|| panic!("the last line is the result: {stdout}"));
+    let trace = line.rsplit("trace=").next().expect("a trace").to_owned();
+    (line.to_owned(), trace)
+}
+
+#[test]
+fn run_twice_gives_the_same_trace_and_another_seed_another() {
+    let scenario = "catalog/latch-server-expiry.toml";
+    let (code, first, _) = zkharness(&["run", scenario, "--seed", "3"]);
+    assert_eq!(code, 0, "{first}");
+    assert!(
+        first.starts_with("seed: 3\n"),
+        "the seed comes first: {first}"
+    );
+    let (_, again, _) = zkharness(&["run", scenario, "--seed", "3"]);
+    let (_, other, _) = zkharness(&["run", scenario, "--seed", "4"]);
+    let (line, trace) = result_line(&first);
+    assert!(line.starts_with("result: pass seed=3 trace="), "{line}");
+    assert_eq!(result_line(&again).1, trace);
+    assert_ne!(result_line(&other).1, trace);
+    let (_, by_env, _) = {
+        let output = Command::new(env!("CARGO_BIN_EXE_zkharness"))
+            .args(["run", scenario])
+            .env("ZKH_SEED", "3")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("zkharness runs");
+        (0, String::from_utf8(output.stdout).expect("utf-8"), ())
+    };
+    assert_eq!(result_line(&by_env).1, trace, "ZKH_SEED gives the seed");
+}
+
+#[test]
+fn a_saved_report_replays_identical_and_an_edited_one_diverges_where_edited() {
+    let out = temp("replay");
+    let scenario = "catalog/election-partition.toml";
+    let (code, stdout, _) = zkharness(&[
+        "run",
+        scenario,
+        "--seed",
+        "5",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let report = out.join("election-partition-seed5.json");
+    let (code, stdout, _) = zkharness(&["replay", report.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("identical:"), "{stdout}");
+
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("the report")).expect("JSON");
+    let entries = json["history"]["entries"]
+        .as_array_mut()
+        .expect("the history");
+    assert!(entries.len() > 100);
+    entries[77]["at_us"] = serde_json::json!(entries[77]["at_us"].as_u64().expect("a time") + 1);
+    let edited = out.join("edited.json");
+    std::fs::write(&edited, json.to_string()).expect("write");
+    let (code, stdout, _) = zkharness(&["replay", edited.to_str().expect("utf-8")]);
+    assert_eq!(code, 4, "a divergence is not as expected: {stdout}");
+    assert!(stdout.contains("diverged at event 77"), "{stdout}");
+    std::fs::remove_dir_all(&out).expect("clean up");
+}
+
+#[test]
+fn a_report_of_a_changed_scenario_is_refused() {
+    let out = temp("changed");
+    let file = out.join("s.toml");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/master-crash.toml"),
+        &file,
+    )
+    .expect("copy");
+    let (code, _, _) = zkharness(&[
+        "run",
+        file.to_str().expect("utf-8"),
+        "--seed",
+        "1",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0);
+    let text = std::fs::read_to_string(&file).expect("read") + "\n# edited\n";
+    std::fs::write(&file, text).expect("edit");
+    let (code, _, stderr) =
+        zkharness(&["replay", out.join("s-seed1.json").to_str().expect("utf-8")]);
+    assert_eq!(code, 4, "{stderr}");
+    assert!(stderr.contains("changed since the report"), "{stderr}");
+    std::fs::remove_dir_all(&out).expect("clean up");
+}
+
+#[test]
+fn shrink_keeps_only_the_faults_the_bug_needs() {
+    // CURATOR-696's control, with noise: lost replies and requests drawn at random.
+    let out = temp("shrink");
+    let control = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/control-latch-no-owner-check.toml"),
+    )
+    .expect("the control");
+    let noisy = control.replace(
+        "[expect]",
+        "[faults.random]\ndrop_reply_per_s = 0.5\ndrop_request_per_s = 0.5\n\n[expect]",
+    );
+    let file = out.join("noisy.toml");
+    std::fs::write(&file, noisy).expect("write");
+    let scenario = load(&file).expect("a scenario").resolved;
+    let seed = (0..20)
+        .find(|seed| runner::run(&scenario, *seed).as_expected(&scenario))
+        .expect("the control is caught");
+    let dir = out.to_str().expect("utf-8");
+    let (code, _, _) = zkharness(&[
+        "run",
+        file.to_str().expect("utf-8"),
+        "--seed",
+        &seed.to_string(),
+        "--out",
+        dir,
+    ]);
+    assert_eq!(code, 1, "a safety violation");
+    let shrunk = out.join("shrunk.toml");
+    let (code, stdout, stderr) = zkharness(&[
+        "shrink",
+        out.join(format!("noisy-seed{seed}.json"))
+            .to_str()
+            .expect("utf-8"),
+        "--out",
+        shrunk.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let minimal = load(&shrunk).expect("the shrunk scenario").resolved;
+    assert!(
+        minimal.faults.random.is_none(),
+        "the random faults became scripted ones"
+    );
+    let seed = minimal.seeds[0];
+    assert!(
+        runner::run(&minimal, seed).as_expected(&minimal),
+        "the shrunk scenario still fails"
+    );
+    let faults = minimal.faults.scripted.len() + minimal.faults.triggered.len();
+    assert!((1..5).contains(&faults), "a few faults left: {stdout}");
+    for drop in 0..minimal.faults.scripted.len() {
+        let mut without = minimal.clone();
+        without.faults.scripted.remove(drop);
+        assert!(
+            !runner::run(&without, seed).as_expected(&without),
+            "fault {drop} is needed: {:?}",
+            minimal.faults.scripted[drop]
+        );
+    }
+    std::fs::remove_dir_all(&out).expect("clean up");
+}
+
+#[test]
+fn every_catalogue_and_regression_scenario_ends_as_its_file_expects() {
+    let out = temp("catalogue");
+    let json = out.join("summary.json");
+    let (code, stdout, stderr) = zkharness(&[
+        "sweep",
+        "catalog",
+        "regressions",
+        "--seeds",
+        "0..4",
+        "--json",
+        json.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("JSON");
+    let scenarios = summary["scenarios"].as_array().expect("scenarios");
+    assert!(scenarios.len() >= 65, "{}", scenarios.len());
+    for scenario in scenarios {
+        let name = scenario["scenario"].as_str().expect("a name");
+        assert_eq!(scenario["ok"], true, "{name}");
+        assert!(
+            scenario["seeds_run"].as_u64().expect("a count") >= 1,
+            "{name}"
+        );
+        assert!(
+            scenario["seeds_per_sec"].as_f64().expect("a speed") > 0.0,
+            "{name}"
+        );
+        if scenario["expected"] != "pass" {
+            assert!(
+                !scenario["caught_at"].as_array().expect("seeds").is_empty(),
+                "{name}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&out).expect("clean up");
+}
+
+#[test]
+fn a_sweep_failure_prints_the_command_that_reproduces_it_and_writes_its_report() {
+    // The correct lock without fencing, expected to pass: its stale holders make it fail.
+    let out = temp("failing");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/control-lock-unfenced.toml"),
+    )
+    .expect("the control");
+    let file = out.join("unfenced.toml");
+    let expect_at = text.find("[expect]").expect("an expectation");
+    std::fs::write(&file, &text[..expect_at]).expect("write");
+    let dir = out.to_str().expect("utf-8");
+    let (code, stdout, stderr) = zkharness(&[
+        "sweep",
+        file.to_str().expect("utf-8"),
+        "--seeds",
+        "0..3",
+        "--out",
+        dir,
+        "--jobs",
+        "1",
+        "--fail-fast",
+    ]);
+    assert_eq!(code, 1, "a safety violation: {stdout}{stderr}");
+    let repro = stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce: "))
+        .unwrap_or_else(|| panic!("a reproduce line: {stderr}"));
+    let args: Vec<&str> = repro.split(' ').skip(1).collect();
+    let (code, stdout, _) = zkharness(&args);
+    assert_eq!(code, 1, "the printed command reproduces it: {stdout}");
+    assert!(
+        stdout.contains("result: violation mutual exclusion"),
+        "{stdout}"
+    );
+    let reports: Vec<_> = std::fs::read_dir(&out)
+        .expect("the folder")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("unfenced-seed"))
+        .collect();
+    assert!(!reports.is_empty(), "its report was written");
+    std::fs::remove_dir_all(&out).expect("clean up");
+}
+
+#[test]
+fn each_outcome_has_its_exit_code() {
+    let out = temp("codes");
+    let write = |name: &str, text: &str| {
+        let file = out.join(name);
+        std::fs::write(&file, text).expect("write");
+        file.to_str().expect("utf-8").to_owned()
+    };
+    let run = |file: &str, seed: &str| zkharness(&["run", file, "--seed", seed]).0;
+    assert_eq!(run("catalog/master-crash.toml", "0"), 0, "pass");
+    assert_eq!(
+        run("catalog/control-lock-herd.toml", "0"),
+        1,
+        "a safety violation"
+    );
+    assert_eq!(
+        run("catalog/control-master-no-watch.toml", "0"),
+        2,
+        "a liveness failure"
+    );
+    let never = write(
+        "never.toml",
+        "[workload]\nrecipe = \"master\"\n\n[[faults.triggered]]\nwhen = { op = \"delete\", path_prefix = \"/nowhere/\" }\nfault = { kind = \"crash-client\", client = 0 }\n",
+    );
+    let (code, stdout, _) = zkharness(&["run", &never, "--seed", "0"]);
+    assert_eq!(code, 4, "a planned fault that never fired: {stdout}");
+    assert!(
+        stdout.contains("NOT FIRED not fired (its trigger never matched): CrashClient"),
+        "{stdout}"
+    );
+    let bad = write(
+        "bad.toml",
+        "[workload]\nrecipe = \"lock\"\nclients = \"three\"\n",
+    );
+    let (code, _, stderr) = zkharness(&["run", &bad, "--seed", "0"]);
+    assert_eq!(code, 64, "bad input");
+    assert!(
+        stderr.contains(
+            "bad.toml:3:11: workload.clients: expected a whole number, 0 or more, found \"three\""
+        ),
+        "{stderr}"
+    );
+    let (code, _, _) = zkharness(&["sweep", "catalog", "--jobs", "0"]);
+    assert_eq!(code, 64, "no workers is bad input");
+    assert_eq!(
+        zkharness(&["check", "lock", "--max-states", "1000"]).0,
+        3,
+        "gave up"
+    );
+    std::fs::remove_dir_all(&out).expect("clean up");
+}
+
+#[test]
+fn an_exported_counterexample_runs_as_a_scenario_and_reproduces_within_10_seeds() {
+    let out = temp("export");
+    let file = out.join("no-owner-check.toml");
+    let path = file.to_str().expect("utf-8");
+    let (code, stdout, _) = zkharness(&[
+        "check",
+        "latch",
+        "--variant",
+        "no-owner-check",
+        "--faults",
+        "client-expire=1",
+        "--export",
+        path,
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    let caught = (0..10).find(|seed| zkharness(&["run", path, "--seed", &seed.to_string()]).0 == 1);
+    assert!(
+        caught.is_some(),
+        "the simulator reproduces the model's violation"
+    );
+    std::fs::remove_dir_all(&out).expect("clean up");
+}
