@@ -6,7 +6,7 @@
 //!   field;
 //! - `runner` (simulated build): one seed of a scenario on the simulated ensemble;
 //! - [`report`]: run reports and sweep summaries, and the exit codes;
-//! - [`export`]: a model checker's counterexample as a scenario.
+//! - [`mod@export`]: a model checker's counterexample as a scenario.
 //!
 
 use serde::Deserialize;
