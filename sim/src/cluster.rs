@@ -428,6 +428,13 @@ impl Cluster {
         &self.not_fired
     }
 
+    /// Injects a fault a trigger fired; one without a target is a planned fault not fired.
+    async fn inject_triggered(&mut self, fault: &Fault) {
+        if !self.inject(fault).await {
+            self.record_not_fired("triggered, but no target", fault);
+        }
+    }
+
     fn record_not_fired(&mut self, why: &str, fault: &Fault) {
         let description = format!("not fired ({why}): {fault:?}");
         self.not_fired.push(description.clone());
@@ -675,9 +682,7 @@ impl Cluster {
                 next += 1;
             }
             while let Ok(fault) = self.triggered_rx.try_recv() {
-                if !self.inject(&fault).await {
-                    self.record_not_fired("triggered, but no target", &fault);
-                }
+                self.inject_triggered(&fault).await;
             }
             if now >= end {
                 break;
@@ -695,9 +700,7 @@ impl Cluster {
                 biased;
                 fault = self.triggered_rx.recv() => {
                     if let Some(fault) = fault {
-                        if !self.inject(&fault).await {
-                            self.record_not_fired("triggered, but no target", &fault);
-                        }
+                        self.inject_triggered(&fault).await;
                     }
                 }
                 _ = madsim::time::sleep_until(wake) => {}

@@ -20,7 +20,7 @@ use zkh_scenarios::export::to_toml;
 use zkh_scenarios::report::exit;
 use zkh_scenarios::runner;
 use zkh_scenarios::scenario::{Expect, Resolved};
-use zkh_sim::fault::{Fault, FaultPlan, ScriptedFault, TriggeredFault};
+use zkh_sim::fault::{Fault, FaultPlan, RandomFaults, ScriptedFault, TriggeredFault};
 use zkh_sim::seed::{sub_rng, Subsystem};
 
 use super::replay::load_report;
@@ -31,6 +31,21 @@ use crate::say;
 enum Item {
     Scripted(ScriptedFault),
     Triggered(TriggeredFault),
+}
+
+/// The plan of `items`, with `random` laid over them.
+fn plan_of(items: &[Item], random: Option<RandomFaults>) -> FaultPlan {
+    let mut plan = FaultPlan {
+        random,
+        ..FaultPlan::default()
+    };
+    for item in items {
+        match item {
+            Item::Scripted(f) => plan.scripted.push(f.clone()),
+            Item::Triggered(f) => plan.triggered.push(f.clone()),
+        }
+    }
+    plan
 }
 
 fn describe(item: &Item) -> String {
@@ -58,20 +73,7 @@ impl Shrinker {
         }
         self.runs += 1;
         let mut scenario = self.base.clone();
-        scenario.faults.scripted = items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Scripted(f) => Some(f.clone()),
-                Item::Triggered(_) => None,
-            })
-            .collect();
-        scenario.faults.triggered = items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Triggered(f) => Some(f.clone()),
-                Item::Scripted(_) => None,
-            })
-            .collect();
+        scenario.faults = plan_of(items, scenario.faults.random.take());
         let result = runner::run(&scenario, seed);
         Some(result.outcome.property() == Some(self.property.as_str()))
     }
@@ -252,23 +254,7 @@ pub(super) fn shrink(args: ShrinkArgs) -> ExitCode {
         kept.len(),
         before
     );
-    file.faults = FaultPlan {
-        scripted: kept
-            .iter()
-            .filter_map(|i| match i {
-                Item::Scripted(f) => Some(f.clone()),
-                Item::Triggered(_) => None,
-            })
-            .collect(),
-        triggered: kept
-            .iter()
-            .filter_map(|i| match i {
-                Item::Triggered(f) => Some(f.clone()),
-                Item::Scripted(_) => None,
-            })
-            .collect(),
-        random: shrinker.base.faults.random.clone(),
-    };
+    file.faults = plan_of(&kept, shrinker.base.faults.random.clone());
     file.seeds = vec![seed];
     file.expect = Expect {
         outcome: None,
