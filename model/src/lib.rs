@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod history;
+pub mod history_text;
 pub mod memory;
 pub mod properties;
 pub mod request;

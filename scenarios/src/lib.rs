@@ -210,6 +210,7 @@ macro_rules! any_model {
     };
 }
 
+pub mod logging;
 pub mod export;
 pub mod known_bad;
 pub mod report;

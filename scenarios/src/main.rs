@@ -19,8 +19,8 @@
 
 /// The model checker allocates and frees a copy of whatever a step changes, millions of times
 /// a second; mimalloc does that about a quarter faster than the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+//#[global_allocator]
+//static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -273,6 +273,10 @@ fn main() -> ExitCode {
             };
         }
     };
+    if let Err(message) = zkh_scenarios::logging::init() {
+        eprintln!("zkharness: {message}");
+        return ExitCode::from(BAD_INPUT);
+    }
     let outcome = match cli.command {
         Command::Run(args) => Ok(commands::run(args)),
         Command::Sweep(args) => Ok(commands::sweep(args)),

@@ -11,8 +11,14 @@ use zkh_scenarios::runner;
 use zkh_scenarios::scenario::load;
 
 fn zkharness(args: &[&str]) -> (i32, String, String) {
+    zkharness_with_env(args, &[])
+}
+
+fn zkharness_with_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_zkharness"))
         .args(args)
+        .env_remove("RUST_LOG")
+        .envs(env.iter().copied())
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("zkharness runs");
@@ -66,6 +72,52 @@ fn run_twice_gives_the_same_trace_and_another_seed_another() {
         (0, String::from_utf8(output.stdout).expect("utf-8"), ())
     };
     assert_eq!(result_line(&by_env).1, trace, "ZKH_SEED gives the seed");
+}
+
+#[test]
+fn rust_log_logs_every_history_event_stamped_with_simulated_time() {
+    let out = temp("log");
+    let args = [
+        "run",
+        "catalog/latch-crash.toml",
+        "--seed",
+        "3",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    let (code, quiet_stdout, quiet) = zkharness(&args);
+    assert_eq!(code, 0, "{quiet_stdout}");
+    assert!(!quiet.contains("zkh_sim::history"), "no RUST_LOG, no log: {quiet}");
+    let (code, stdout, log) = zkharness_with_env(&args, &[("RUST_LOG", "zkh_sim::history=debug")]);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(stdout, quiet_stdout, "logs go to stderr and change nothing");
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("latch-crash-seed3.json")).expect("the report"),
+    )
+    .expect("JSON");
+    let entries = report["history"]["entries"].as_array().expect("history");
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("zkh_sim::history")).collect();
+    assert_eq!(lines.len(), entries.len(), "one log line per history event");
+    let crash = entries
+        .iter()
+        .position(|e| e["event"]["Fault"]["description"].as_str() == Some("CrashClient { client: 0 }"))
+        .expect("the scripted crash is in the history");
+    let line = lines[crash];
+    assert!(line.contains("fault: CrashClient { client: 0 }") && line.contains("seed=3"), "{line}");
+    let stamp_s: f64 = line
+        .trim_start()
+        .split_once("s ")
+        .and_then(|(stamp, _)| stamp.parse().ok())
+        .unwrap_or_else(|| panic!("a simulated-time stamp: {line}"));
+    let at_us = entries[crash]["at_us"].as_u64().expect("a time");
+    assert!(
+        (stamp_s * 1e6 - at_us as f64).abs() < 1_000.0,
+        "the stamp {stamp_s} s is the event's simulated time {at_us} us"
+    );
+    let (code, _, error) = zkharness_with_env(&args, &[("RUST_LOG", "zkh=[")]);
+    assert_eq!(code, 64, "{error}");
+    assert!(error.contains("RUST_LOG=\"zkh=[\""), "{error}");
+    std::fs::remove_dir_all(&out).expect("clean up");
 }
 
 #[test]

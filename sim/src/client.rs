@@ -149,10 +149,7 @@ impl Shared {
     }
 
     fn record(&self, event: HistoryEvent) {
-        self.history
-            .lock()
-            .expect("history mutex poisoned")
-            .push(self.net.now_us(), event);
+        crate::log::record(&self.history, self.net.now_us(), event);
     }
 
     fn push_event(&self, state: &mut State, event: ClientEvent, now: Instant) {

@@ -14,6 +14,8 @@
 //! - `cluster`: `Cluster`, which starts an ensemble and client processes, injects faults and
 //!   heals them; `run::run_seed` runs a scenario for one seed on a fresh thread.
 //!
+//! - `log`: every history event is also a `tracing` event; `SimTime` stamps log lines with
+//!   the simulated clock.
 //! - `workload`, `master` and `sharded`: the recipes' workloads (stock under the lock, a
 //!   leader's job under the latch, the job election or the book's master election, an
 //!   Elastic-Job sharded job), judged by the named properties.
@@ -28,6 +30,8 @@ pub mod clock;
 #[cfg(madsim)]
 pub mod cluster;
 pub mod fault;
+#[cfg(madsim)]
+pub mod log;
 #[cfg(madsim)]
 pub mod master;
 #[cfg(madsim)]

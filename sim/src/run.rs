@@ -38,6 +38,7 @@ where
             let mut runtime =
                 madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
             runtime.set_time_limit(Duration::from_secs(time_limit_s));
+            crate::log::set_seed(seed);
             runtime.block_on(scenario(seed))
         });
     thread

@@ -115,10 +115,7 @@ pub const INITIAL_STOCK: i64 = 100_000;
 
 /// Appends `event` to the run's history at the simulated time now.
 pub(crate) fn record(history: &Arc<Mutex<History>>, net: &Net, event: HistoryEvent) {
-    history
-        .lock()
-        .expect("history mutex")
-        .push(net.now_us(), event);
+    crate::log::record(history, net.now_us(), event);
 }
 
 /// Runs the stock-deduction workload with the lock `variant` for `seed` under `plan`.

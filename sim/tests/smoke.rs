@@ -46,3 +46,26 @@ fn an_ensemble_elects_the_highest_id_and_serves() {
         );
     }
 }
+
+/// A sweep runs thousands of seeds in one process: a finished run must free its servers' and
+/// clients' tasks, and with them everything they hold (here, the run's history).
+#[test]
+fn a_finished_run_frees_its_processes() {
+    let history = run_seed(3, 120, |seed| async move {
+        let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+        let client = cluster
+            .add_client(0, 4000, false)
+            .await
+            .expect("client 0 connects");
+        client
+            .create("/a", b"x", CreateMode::Persistent)
+            .await
+            .expect("create");
+        std::sync::Arc::downgrade(&cluster.history_handle())
+    });
+    assert_eq!(
+        history.strong_count(),
+        0,
+        "the run's tasks still hold its history after the run"
+    );
+}

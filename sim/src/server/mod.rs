@@ -279,7 +279,7 @@ impl Server {
     }
 
     fn record(&self, event: HistoryEvent) {
-        lock(&self.history).push(self.net.now_us(), event);
+        crate::log::record(&self.history, self.net.now_us(), event);
     }
 
     fn set_role_summary(&self, summary: RoleSummary) {
