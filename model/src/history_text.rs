@@ -59,7 +59,11 @@ fn version_text(version: i32) -> String {
 }
 
 fn watch_text(watch: bool) -> &'static str {
-    if watch { " +watch" } else { "" }
+    if watch {
+        " +watch"
+    } else {
+        ""
+    }
 }
 
 fn op_text(op: &Op) -> String {
@@ -93,7 +97,11 @@ pub fn request_text(request: &Request) -> String {
             path,
             data,
             version,
-        } => format!("setData {path} {} {}", data_text(data), version_text(*version)),
+        } => format!(
+            "setData {path} {} {}",
+            data_text(data),
+            version_text(*version)
+        ),
         Request::Multi(ops) => {
             let ops: Vec<String> = ops.iter().map(op_text).collect();
             format!("multi [{}]", ops.join("; "))
@@ -117,7 +125,9 @@ fn response_text(response: &Response) -> String {
         Response::Deleted => "deleted".to_owned(),
         Response::Exists(Some(stat)) => format!("exists (czxid {})", stat.czxid),
         Response::Exists(None) => "does not exist".to_owned(),
-        Response::Data(data, stat) => format!("data {} (version {})", data_text(data), stat.version),
+        Response::Data(data, stat) => {
+            format!("data {} (version {})", data_text(data), stat.version)
+        }
         Response::Children(children, _) => format!("children [{}]", children.join(", ")),
         Response::SetData(stat) => format!("set (version {})", stat.version),
         Response::Multi(results) => {
@@ -153,7 +163,10 @@ fn watched_text(event: &WatchedEvent) -> String {
     if event.zxid == WatchedEvent::NO_ZXID {
         format!("{:?} {}", event.event_type, event.path)
     } else {
-        format!("{:?} {} (zxid {})", event.event_type, event.path, event.zxid)
+        format!(
+            "{:?} {} (zxid {})",
+            event.event_type, event.path, event.zxid
+        )
     }
 }
 

@@ -210,9 +210,9 @@ macro_rules! any_model {
     };
 }
 
-pub mod logging;
 pub mod export;
 pub mod known_bad;
+pub mod logging;
 pub mod report;
 #[cfg(madsim)]
 pub mod runner;

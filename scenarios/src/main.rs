@@ -19,8 +19,8 @@
 
 /// The model checker allocates and frees a copy of whatever a step changes, millions of times
 /// a second; mimalloc does that about a quarter faster than the system allocator.
-//#[global_allocator]
-//static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -87,7 +87,10 @@ fn rust_log_logs_every_history_event_stamped_with_simulated_time() {
     ];
     let (code, quiet_stdout, quiet) = zkharness(&args);
     assert_eq!(code, 0, "{quiet_stdout}");
-    assert!(!quiet.contains("zkh_sim::history"), "no RUST_LOG, no log: {quiet}");
+    assert!(
+        !quiet.contains("zkh_sim::history"),
+        "no RUST_LOG, no log: {quiet}"
+    );
     let (code, stdout, log) = zkharness_with_env(&args, &[("RUST_LOG", "zkh_sim::history=debug")]);
     assert_eq!(code, 0, "{stdout}");
     assert_eq!(stdout, quiet_stdout, "logs go to stderr and change nothing");
@@ -96,14 +99,22 @@ fn rust_log_logs_every_history_event_stamped_with_simulated_time() {
     )
     .expect("JSON");
     let entries = report["history"]["entries"].as_array().expect("history");
-    let lines: Vec<&str> = log.lines().filter(|l| l.contains("zkh_sim::history")).collect();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("zkh_sim::history"))
+        .collect();
     assert_eq!(lines.len(), entries.len(), "one log line per history event");
     let crash = entries
         .iter()
-        .position(|e| e["event"]["Fault"]["description"].as_str() == Some("CrashClient { client: 0 }"))
+        .position(|e| {
+            e["event"]["Fault"]["description"].as_str() == Some("CrashClient { client: 0 }")
+        })
         .expect("the scripted crash is in the history");
     let line = lines[crash];
-    assert!(line.contains("fault: CrashClient { client: 0 }") && line.contains("seed=3"), "{line}");
+    assert!(
+        line.contains("fault: CrashClient { client: 0 }") && line.contains("seed=3"),
+        "{line}"
+    );
     let stamp_s: f64 = line
         .trim_start()
         .split_once("s ")

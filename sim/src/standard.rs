@@ -114,7 +114,7 @@ async fn wait_until_first(
                 role: "first".into(),
                 token: None,
             };
-            crate::log::record(&history, net_now(), role);
+            crate::log::record(history, net_now(), role);
             return true;
         }
         let predecessor = format!("/latch/{}", sorted[position - 1]);
