@@ -53,6 +53,13 @@ pub struct Finding {
     pub holds: bool,
     /// Why: the first violation, or a summary.
     pub detail: String,
+    /// For a violation, the places (indices) in the history of the entries that show it,
+    /// oldest first; the last is where it happens. Empty when it holds, and for a violation
+    /// that is an absence (nothing happened in time).
+    pub evidence: Vec<usize>,
+    /// For a violation, the simulated time it happened at: its last evidence entry's, or, for
+    /// an `eventually` property, the deadline that passed (when the history knows one).
+    pub at_us: Option<u64>,
 }
 
 impl Finding {
@@ -70,11 +77,15 @@ impl Finding {
                 class,
                 holds: false,
                 detail,
+                evidence: Vec::new(),
+                at_us: None,
             },
             None => Finding {
                 property,
                 class,
                 holds: true,
+                evidence: Vec::new(),
+                at_us: None,
                 detail: if SUMMARIES.get() {
                     summary()
                 } else {
@@ -82,6 +93,22 @@ impl Finding {
                 },
             },
         }
+    }
+
+    /// This finding with the evidence of its violation (`entries`: places in `history`, in
+    /// any order), timed by the last of them. A finding that holds stays as it is.
+    fn with_evidence(mut self, history: &impl Entries, mut entries: Vec<usize>) -> Finding {
+        if self.holds {
+            return self;
+        }
+        entries.sort_unstable();
+        entries.dedup();
+        self.at_us = entries
+            .last()
+            .and_then(|last| history.each().nth(*last))
+            .map(|entry| entry.at_us);
+        self.evidence = entries;
+        self
     }
 }
 
@@ -144,20 +171,25 @@ pub fn without_summaries<T>(judge: impl FnOnce() -> T) -> T {
 }
 
 /// Accepted side effects on `resource`, in order: (time, client, token, detail).
+/// The accepted side effects on `resource`: (place in the history, time, client, token,
+/// detail).
 fn accepted<'a>(
     history: &'a impl Entries,
     resource: &'a str,
-) -> impl Iterator<Item = (u64, u32, Option<i64>, &'a str)> {
-    history.each().filter_map(move |entry| match &entry.event {
-        HistoryEvent::SideEffect {
-            client,
-            resource: r,
-            token,
-            accepted: true,
-            detail,
-        } if r == resource => Some((entry.at_us, *client, *token, detail.as_str())),
-        _ => None,
-    })
+) -> impl Iterator<Item = (usize, u64, u32, Option<i64>, &'a str)> {
+    history
+        .each()
+        .enumerate()
+        .filter_map(move |(index, entry)| match &entry.event {
+            HistoryEvent::SideEffect {
+                client,
+                resource: r,
+                token,
+                accepted: true,
+                detail,
+            } if r == resource => Some((index, entry.at_us, *client, *token, detail.as_str())),
+            _ => None,
+        })
 }
 
 /// **Mutual exclusion** (always): the accepted writes on `resource` form one contiguous run per
@@ -166,8 +198,10 @@ pub fn mutual_exclusion(history: &impl Entries, resource: &str) -> Finding {
     let mut writes = 0;
     let mut closed = BTreeSet::new();
     let mut current: Option<Option<i64>> = None;
+    let mut last_write: BTreeMap<Option<i64>, usize> = BTreeMap::new();
     let mut violation = None;
-    for (at_us, client, token, detail) in accepted(history, resource) {
+    let mut evidence = Vec::new();
+    for (index, at_us, client, token, detail) in accepted(history, resource) {
         writes += 1;
         if current != Some(token) {
             if let Some(previous) = current {
@@ -177,15 +211,21 @@ pub fn mutual_exclusion(history: &impl Entries, resource: &str) -> Finding {
                 violation = Some(format!(
                     "at {at_us} us client {client} wrote {detail:?} with token {token:?}, whose critical section another had interleaved"
                 ));
+                // The section's last write before, the interleaving section's last, this one.
+                evidence.extend(last_write.get(&token));
+                evidence.extend(current.and_then(|c| last_write.get(&c)));
+                evidence.push(index);
                 break;
             }
             current = Some(token);
         }
+        last_write.insert(token, index);
     }
     let sections = closed.len() + usize::from(current.is_some());
     Finding::new("mutual exclusion", Class::Always, violation, || {
         format!("{writes} accepted writes in {sections} sections")
     })
+    .with_evidence(history, evidence)
 }
 
 /// How many of the oldest entries of a history `entries` (oldest first, timed by their
@@ -207,23 +247,27 @@ fn is_accepted_on(entry: &HistoryEntry, resource: &str) -> bool {
 /// than one accepted before it.
 pub fn single_acting_master(history: &impl Entries, resource: &str) -> Finding {
     let mut writes = 0;
-    let mut highest: Option<i64> = None;
+    let mut highest: Option<(i64, usize)> = None;
     let mut violation = None;
-    for (at_us, client, token, detail) in accepted(history, resource) {
+    let mut evidence = Vec::new();
+    for (index, at_us, client, token, detail) in accepted(history, resource) {
         writes += 1;
         let Some(token) = token else { continue };
-        if highest.is_some_and(|h| token < h) {
+        if let Some((high, high_index)) = highest.filter(|(h, _)| token < *h) {
             violation = Some(format!(
-                "at {at_us} us client {client} acted ({detail:?}) with token {token} after token {} acted",
-                highest.expect("checked above")
+                "at {at_us} us client {client} acted ({detail:?}) with token {token} after token {high} acted"
             ));
+            evidence = vec![high_index, index];
             break;
         }
-        highest = highest.max(Some(token));
+        if highest.is_none_or(|(h, _)| token >= h) {
+            highest = Some((token, index));
+        }
     }
     Finding::new("single acting master", Class::Always, violation, || {
         format!("{writes} accepted side effects")
     })
+    .with_evidence(history, evidence)
 }
 
 /// How many of the oldest entries of `entries` (oldest first) [`single_acting_master`] on
@@ -245,7 +289,9 @@ pub fn single_acting_master_settled(entries: &[&HistoryEntry], resource: &str) -
 pub fn no_oversell(history: &impl Entries, resource: &str, initial: i64) -> Finding {
     let mut stock = initial;
     let mut violation = None;
-    for (at_us, client, _, detail) in accepted(history, resource) {
+    let mut last_sale = None;
+    let mut evidence = Vec::new();
+    for (index, at_us, client, _, detail) in accepted(history, resource) {
         let Some(read) = detail
             .strip_prefix("sell read=")
             .and_then(|n| n.parse::<i64>().ok())
@@ -254,13 +300,17 @@ pub fn no_oversell(history: &impl Entries, resource: &str, initial: i64) -> Find
         };
         if read != stock || stock <= 0 {
             violation = Some(format!("at {at_us} us client {client} sold from a read of {read} while the stock was {stock}"));
+            evidence.extend(last_sale);
+            evidence.push(index);
             break;
         }
         stock -= 1;
+        last_sale = Some(index);
     }
     Finding::new("no oversell", Class::Always, violation, || {
         format!("sold {}, {stock} left", initial - stock)
     })
+    .with_evidence(history, evidence)
 }
 
 /// **Herd free** (always): no transaction's watch events at or under `dir` wake more than one
@@ -274,7 +324,8 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
     let under = |path: &str| zkh_recipes::path::is_under(path, dir);
     let mut waiting: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
     let mut woken: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
-    for entry in history.each() {
+    let mut deliveries: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    for (index, entry) in history.each().enumerate() {
         if let Some(client) = stops_waiting(&entry.event, dir) {
             waiting.remove(&client);
             continue;
@@ -290,20 +341,22 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
                     .is_some_and(|paths| paths.remove(event.path.as_str()));
                 if was_waiting && event.zxid != zkh_recipes::WatchedEvent::NO_ZXID {
                     woken.entry(event.zxid).or_default().insert(*client);
+                    deliveries.entry(event.zxid).or_default().push(index);
                 }
             }
             _ => {}
         }
     }
-    let violation = woken
-        .iter()
-        .find(|(_, clients)| clients.len() > 1)
-        .map(|(zxid, clients)| {
-            format!(
-                "transaction {zxid:#x} woke {} waiting clients under {dir}: {clients:?}",
-                clients.len()
-            )
-        });
+    let herd = woken.iter().find(|(_, clients)| clients.len() > 1);
+    let violation = herd.map(|(zxid, clients)| {
+        format!(
+            "transaction {zxid:#x} woke {} waiting clients under {dir}: {clients:?}",
+            clients.len()
+        )
+    });
+    let evidence = herd
+        .and_then(|(zxid, _)| deliveries.remove(zxid))
+        .unwrap_or_default();
     let most = woken.values().map(BTreeSet::len).max().unwrap_or(0);
     Finding::new("herd free", Class::Always, violation, || {
         format!(
@@ -311,6 +364,7 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
             woken.len()
         )
     })
+    .with_evidence(history, evidence)
 }
 
 /// The client and path of `event` if it is a read under `dir` that sets a watch: from then the
@@ -445,6 +499,10 @@ fn without_identities(path: &str) -> String {
     kept
 }
 
+/// A bound for [`leader_elected`] that means "to the end of the run" (the model checker has
+/// no clock to bound it with).
+pub const UNBOUNDED_US: u64 = u64::MAX / 4;
+
 /// **Leader elected** (eventually): some client takes one of `roles` with a token between
 /// `after_us` and `after_us + within_us`, or holds it at `after_us` already.
 pub fn leader_elected(
@@ -470,22 +528,29 @@ pub fn leader_elected(
     if elected_at.is_none() && holding.values().any(|h| *h) {
         elected_at = Some(after_us.max(history.each().last().map_or(0, |e| e.at_us)));
     }
-    let in_time = elected_at.is_some_and(|at| at <= after_us + within_us);
+    let in_time = elected_at.is_some_and(|at| at <= after_us.saturating_add(within_us));
     // Written out by hand: a model checker judges this at every state whose history changed,
-    // most of them before anyone is elected, and `format!` with `{:?}` was a tenth of that.
+    // most of them before anyone is elected, and `format!` was a tenth of that.
     let violation = (!in_time).then(|| {
         let mut why = String::with_capacity(64);
-        why.push_str("no [");
+        why.push_str("no ");
         for (at, role) in roles.iter().enumerate() {
-            why.push_str(if at == 0 { "\"" } else { ", \"" });
+            if at > 0 {
+                why.push_str(" or ");
+            }
             why.push_str(role);
-            why.push('"');
         }
-        why.push_str("] within ");
-        why.push_str(&within_us.to_string());
-        why.push_str(" us of ");
-        why.push_str(&after_us.to_string());
-        why.push_str(" us");
+        if within_us >= UNBOUNDED_US {
+            why.push_str(" after ");
+            why.push_str(&after_us.to_string());
+            why.push_str(" us, to the end of the run");
+        } else {
+            why.push_str(" within ");
+            why.push_str(&within_us.to_string());
+            why.push_str(" us of ");
+            why.push_str(&after_us.to_string());
+            why.push_str(" us");
+        }
         why
     });
     let summary = || {
@@ -494,7 +559,11 @@ pub fn leader_elected(
             elected_at.map_or(0, |at| at - after_us)
         )
     };
-    Finding::new("leader elected", Class::Eventually, violation, summary)
+    let mut finding = Finding::new("leader elected", Class::Eventually, violation, summary);
+    if !finding.holds && within_us < UNBOUNDED_US {
+        finding.at_us = Some(after_us + within_us);
+    }
+    finding
 }
 
 /// If `entry` is a client's role, the client and whether the role is one of `roles`, held.
@@ -533,10 +602,11 @@ pub fn leader_elected_settled(entries: &[&HistoryEntry], roles: &[&str], after_u
         .fold(before, usize::min)
 }
 
-/// Runs of `job`'s items: (item, cycle) to the clients that ran it, in order.
-fn executions(history: &impl Entries, job: &str) -> BTreeMap<(u32, u64), Vec<u32>> {
-    let mut runs: BTreeMap<(u32, u64), Vec<u32>> = BTreeMap::new();
-    for entry in history.each() {
+/// Runs of `job`'s items: (item, cycle) to the clients that ran it and the places of the runs
+/// in the history, in order.
+fn executions(history: &impl Entries, job: &str) -> BTreeMap<(u32, u64), Vec<(u32, usize)>> {
+    let mut runs: BTreeMap<(u32, u64), Vec<(u32, usize)>> = BTreeMap::new();
+    for (index, entry) in history.each().enumerate() {
         if let HistoryEvent::Execution {
             client,
             job: j,
@@ -546,7 +616,9 @@ fn executions(history: &impl Entries, job: &str) -> BTreeMap<(u32, u64), Vec<u32
         } = &entry.event
         {
             if j == job {
-                runs.entry((*item, *cycle)).or_default().push(*client);
+                runs.entry((*item, *cycle))
+                    .or_default()
+                    .push((*client, index));
             }
         }
     }
@@ -558,17 +630,20 @@ fn executions(history: &impl Entries, job: &str) -> BTreeMap<(u32, u64), Vec<u32
 /// twice either.)
 pub fn no_shard_executed_twice(history: &impl Entries, job: &str) -> Finding {
     let runs = executions(history, job);
-    let violation =
-        runs.iter()
-            .find(|(_, clients)| clients.len() > 1)
-            .map(|((item, cycle), clients)| {
-                format!(
-                    "{job} item {item} of cycle {cycle} ran {} times, by clients {clients:?}",
-                    clients.len()
-                )
-            });
+    let twice = runs.iter().find(|(_, runs)| runs.len() > 1);
+    let violation = twice.map(|((item, cycle), runs)| {
+        let clients: Vec<u32> = runs.iter().map(|(client, _)| *client).collect();
+        format!(
+            "{job} item {item} of cycle {cycle} ran {} times, by clients {clients:?}",
+            clients.len()
+        )
+    });
+    let evidence = twice.map_or_else(Vec::new, |(_, runs)| {
+        runs.iter().map(|(_, index)| *index).collect()
+    });
     let summary = || format!("{} (item, cycle) runs, each once", runs.len());
     Finding::new("no shard executed twice", Class::Always, violation, summary)
+        .with_evidence(history, evidence)
 }
 
 /// **No shard lost** (eventually): every item `0..items` of `job` ran in every cycle of
@@ -638,6 +713,8 @@ pub mod sometimes {
             class: Class::Sometimes,
             holds: happened,
             detail: detail.into(),
+            evidence: Vec::new(),
+            at_us: None,
         }
     }
 
@@ -674,6 +751,8 @@ pub mod sometimes {
             class: Class::Sometimes,
             holds: happened,
             detail: String::new(),
+            evidence: Vec::new(),
+            at_us: None,
         }
     }
 
@@ -687,6 +766,8 @@ pub mod sometimes {
             class: Class::Sometimes,
             holds: happened,
             detail: String::new(),
+            evidence: Vec::new(),
+            at_us: None,
         }
     }
 
@@ -700,6 +781,8 @@ pub mod sometimes {
             class: Class::Sometimes,
             holds: happened,
             detail: String::new(),
+            evidence: Vec::new(),
+            at_us: None,
         }
     }
 
@@ -713,6 +796,8 @@ pub mod sometimes {
             class: Class::Sometimes,
             holds: happened,
             detail: String::new(),
+            evidence: Vec::new(),
+            at_us: None,
         }
     }
 }

@@ -54,12 +54,30 @@ fn mutual_exclusion_and_single_acting_master() {
         "{}",
         finding.detail
     );
-    assert!(!properties::single_acting_master(&bad, "stock").holds);
+    assert_eq!(
+        (finding.evidence.as_slice(), finding.at_us),
+        ([0, 1, 2].as_slice(), Some(3)),
+        "token 5's write, token 9's interleaving write, and token 5's resumed write"
+    );
+    let master = properties::single_acting_master(&bad, "stock");
+    assert!(!master.holds);
+    assert_eq!(master.evidence, [1, 2], "token 9 acted, then token 5");
     let oversold = properties::no_oversell(&bad, "stock", 2);
     assert!(
         !oversold.holds && oversold.detail.contains("read of 2 while the stock was 1"),
         "{}",
         oversold.detail
+    );
+    assert_eq!(
+        oversold.evidence,
+        [2, 3],
+        "the sale before, and the oversale"
+    );
+    assert!(
+        properties::mutual_exclusion(&good, "stock")
+            .evidence
+            .is_empty(),
+        "a property that holds has no evidence"
     );
     assert!(!sometimes::stale_write_refused(&bad, "stock").holds);
 }
@@ -147,6 +165,11 @@ fn herd_free_counts_the_waiting_clients_one_transaction_woke() {
         !finding.holds && finding.detail.contains("woke 3 waiting clients"),
         "{}",
         finding.detail
+    );
+    assert_eq!(
+        finding.evidence,
+        [3, 4, 5],
+        "the three watch deliveries of the transaction"
     );
     assert!(properties::herd_free(&herd, "/elsewhere").holds);
 }
@@ -285,9 +308,16 @@ fn leader_elected_and_changing_hands() {
     assert!(properties::leader_elected(&h, &["leader"], 30, 20).holds);
     let late = properties::leader_elected(&h, &["leader"], 30, 5);
     assert!(!late.holds);
-    assert_eq!(late.detail, r#"no ["leader"] within 5 us of 30 us"#);
+    assert_eq!(late.detail, "no leader within 5 us of 30 us");
+    assert_eq!(late.at_us, Some(35), "the deadline that passed");
     let either = properties::leader_elected(&h, &["a", "b"], 30, 5).detail;
-    assert_eq!(either, r#"no ["a", "b"] within 5 us of 30 us"#);
+    assert_eq!(either, "no a or b within 5 us of 30 us");
+    let unbounded = properties::leader_elected(&h, &["a"], 30, properties::UNBOUNDED_US);
+    assert_eq!(
+        (unbounded.detail.as_str(), unbounded.at_us),
+        ("no a after 30 us, to the end of the run", None),
+        "the model checker's unbounded window is said in words"
+    );
     assert!(
         properties::leader_elected(&h, &["leader"], 50, 100).holds,
         "client 1 still leads at the heal"
@@ -341,6 +371,11 @@ fn no_shard_executed_twice_and_no_shard_lost() {
     run(&mut bad, 5, 1, 0, 2, true);
     let twice = properties::no_shard_executed_twice(&bad, "/orders-job");
     assert!(!twice.holds);
+    assert_eq!(
+        (twice.evidence.as_slice(), twice.at_us),
+        ([2, 4].as_slice(), Some(5)),
+        "both runs of item 0 in cycle 2"
+    );
     assert!(
         twice
             .detail

@@ -213,7 +213,15 @@ macro_rules! any_model {
 pub mod export;
 pub mod known_bad;
 pub mod logging;
-pub mod report;
+/// The report types (defined once, in `zkh-reports`) and the commit this binary was built from.
+pub mod report {
+    pub use zkh_reports::types::*;
+
+    /// The commit this binary was built from (`unknown` outside a git checkout).
+    pub fn commit() -> &'static str {
+        env!("ZKH_COMMIT")
+    }
+}
 #[cfg(madsim)]
 pub mod runner;
 pub mod scenario;

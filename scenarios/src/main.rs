@@ -1,7 +1,8 @@
 //! `zkharness`: the command line of the ZooKeeper recipe harness.
 //!
 //! - `zkharness run`, `sweep`, `replay` and `shrink` run scenario files on the simulated
-//!   ensemble (`commands/`);
+//!   ensemble (`commands/`); `zkharness report` renders a saved report or summary again
+//!   (HTML timeline, JUnit XML, Markdown);
 //! - `zkharness check <recipe>` explores every state of a recipe's model (depth first, one
 //!   thread) within a fault budget, and prints the shortest counterexample (shortened breadth
 //!   first; one too deep for that is shrunk instead, and marked as maybe not the shortest) or
@@ -59,6 +60,10 @@ enum Command {
     /// Minimise a failing run's faults, keeping its violation, into a regression scenario.
     #[command(after_help = exit::TABLE)]
     Shrink(commands::ShrinkArgs),
+    /// Render a saved run report as its HTML timeline, or a sweep summary as JUnit XML or
+    /// Markdown.
+    #[command(after_help = exit::TABLE)]
+    Report(commands::ReportArgs),
     /// Explore every state of a recipe's model within a fault budget (depth first, one thread;
     /// a counterexample is then shortened breadth first, or shrunk where it is too deep for
     /// that), or, with `--walks`, take seeded random walks through its states.
@@ -282,6 +287,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => Ok(commands::sweep(args)),
         Command::Replay(args) => Ok(commands::replay(args)),
         Command::Shrink(args) => Ok(commands::shrink(args)),
+        Command::Report(args) => Ok(commands::report(args)),
         Command::Check(args) => parse(&args.model)
             .map(|recipe| any_model!(recipe, model => run_check(model, &recipe, &args))),
         Command::Explore(args) => {

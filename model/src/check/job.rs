@@ -131,6 +131,8 @@ fn no_shard_lost(history: &Recorded<'_>, state: &State<JobWorkload>) -> Finding 
         class: Class::Eventually,
         holds: true,
         detail: format!("not judged: {why}"),
+        evidence: Vec::new(),
+        at_us: None,
     };
     let Some(seat) = state.seats.first() else {
         return not_judged("no instances");

@@ -124,7 +124,7 @@ pub(super) fn elected<W: Workload>(
     role: &str,
 ) -> Finding {
     let now = state.shared.len() as u64;
-    properties::leader_elected(history, &[role], now, u64::MAX / 4)
+    properties::leader_elected(history, &[role], now, properties::UNBOUNDED_US)
 }
 
 pub(super) fn judge<W: Workload>(

@@ -12,6 +12,7 @@ use zkh_scenarios::report::exit;
 
 #[cfg(madsim)]
 mod replay;
+mod report;
 #[cfg(madsim)]
 mod run;
 #[cfg(madsim)]
@@ -28,7 +29,7 @@ pub struct RunArgs {
     #[arg(long, env = "ZKH_SEED")]
     pub seed: u64,
     /// Write the run's report (JSON: options, outcome, findings, history, repro command) into
-    /// this folder, as `<scenario>-seed<N>.json`.
+    /// this folder, as `<scenario>-seed<N>.json`, and its timeline beside it (`.html`).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
@@ -53,13 +54,38 @@ pub struct SweepArgs {
     /// Write the summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write each failure's report, and the summary (`summary.json`), into this folder.
+    /// Write the summary as JUnit XML to this file (one test suite per scenario).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write the summary as Markdown to this file (a CI job summary: `$GITHUB_STEP_SUMMARY`).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write each failure's report (JSON) and timeline (HTML), and the summary
+    /// (`summary.json`, `summary.md`, `junit.xml`), into this folder.
     #[arg(long, value_name = "DIR", default_value = "zkharness-reports")]
     pub out: PathBuf,
     /// Stop at the first seed that does not end as its scenario expects.
     #[arg(long)]
     pub fail_fast: bool,
 }
+
+/// `zkharness report`.
+#[derive(Args)]
+pub struct ReportArgs {
+    /// A run report (`<scenario>-seed<N>.json`) or a sweep summary (`summary.json`).
+    pub input: PathBuf,
+    /// For a run report: write its HTML timeline here (default: beside it, `.html`).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// For a sweep summary: write it as JUnit XML here (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// For a sweep summary: write it as Markdown here (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+pub use report::report;
 
 /// `zkharness replay`.
 #[derive(Args)]

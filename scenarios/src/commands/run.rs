@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use zkh_reports::timeline;
 use zkh_scenarios::report::{commit, exit, fnv1a, RunReport, ScenarioRef, RUN_FORMAT};
 use zkh_scenarios::runner::{self, RunResult};
 use zkh_scenarios::scenario::{self, Loaded, Resolved};
@@ -71,7 +72,8 @@ pub(super) fn report(path: &Path, loaded: &Loaded, result: &RunResult) -> RunRep
     }
 }
 
-/// Writes `report` into `dir` as `<scenario>-seed<N>.json`, and returns its path.
+/// Writes `report` into `dir` as `<scenario>-seed<N>.json`, and its timeline beside it as
+/// `<scenario>-seed<N>.html`; returns the JSON's path.
 pub(super) fn write_report(dir: &Path, report: &RunReport) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir)
         .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
@@ -79,6 +81,9 @@ pub(super) fn write_report(dir: &Path, report: &RunReport) -> Result<PathBuf, St
     let text = serde_json::to_string_pretty(report).expect("a report serialises");
     std::fs::write(&file, text + "\n")
         .map_err(|error| format!("cannot write {}: {error}", file.display()))?;
+    let html = file.with_extension("html");
+    std::fs::write(&html, timeline::html(&timeline::Page::of_run(report)))
+        .map_err(|error| format!("cannot write {}: {error}", html.display()))?;
     Ok(file)
 }
 
@@ -115,7 +120,10 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     }
     if let Some(dir) = &args.out {
         match write_report(dir, &report(&args.scenario, &loaded, &result)) {
-            Ok(file) => say!("report: {}", file.display()),
+            Ok(file) => {
+                say!("report: {}", file.display());
+                say!("timeline: {}", file.with_extension("html").display());
+            }
             Err(message) => {
                 eprintln!("zkharness: {message}");
                 return ExitCode::from(exit::BAD_INPUT);

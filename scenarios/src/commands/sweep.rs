@@ -4,8 +4,8 @@
 //! on its own thread and runtime, so the results depend on the seeds alone, never on the number
 //! of workers. The main thread judges each result as it arrives (a pass scenario must pass; a
 //! positive control must be caught on one of its seeds), prints a failure with the command that
-//! reproduces it, writes its report, and drops the history: memory stays flat however many seeds
-//! run. Wall time is read only for the speed figures, outside every run.
+//! reproduces it, writes its report and timeline, and drops the history: memory stays flat
+//! however many seeds run. At the end it writes the summary as JSON, JUnit XML and Markdown. Wall time is read only for the speed figures, outside every run.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -363,9 +363,21 @@ fn finish(
         wall_s,
     };
     let text = serde_json::to_string_pretty(&summary).expect("a summary serialises") + "\n";
-    let mut written = vec![write(&args.out.join("summary.json"), &text)];
-    if let Some(json) = &args.json {
-        written.push(write(json, &text));
+    let junit = zkh_reports::junit::junit(&summary);
+    let markdown = zkh_reports::markdown::markdown(&summary);
+    let mut written = vec![
+        write(&args.out.join("summary.json"), &text),
+        write(&args.out.join("junit.xml"), &junit),
+        write(&args.out.join("summary.md"), &markdown),
+    ];
+    for (file, text) in [
+        (&args.json, &text),
+        (&args.junit, &junit),
+        (&args.markdown, &markdown),
+    ] {
+        if let Some(file) = file {
+            written.push(write(file, text));
+        }
     }
     say!(
         "{} seeds of {} scenarios in {:.1} s ({:.0} seeds/s on {jobs} threads): {}",

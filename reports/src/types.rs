@@ -1,5 +1,6 @@
 //! What a run and a sweep report, as data: the types `zkharness run --out` and `zkharness sweep
-//! --json` write, and `zkharness replay` and `shrink` read back. One definition, in both builds.
+//! --json` write, `zkharness replay`, `shrink` and `report` read back, and this crate renders.
+//! One definition, in both builds. `schema/` holds their JSON Schemas.
 //!
 //! A run report holds everything needed to reproduce and judge the run again: the scenario's
 //! path and a hash of its text (a replay refuses a file that changed), the seed, the commit, the
@@ -124,6 +125,14 @@ pub struct FindingRecord {
     pub detail: String,
     /// What the property means.
     pub explanation: String,
+    /// For a violation, the places in the history of the entries that show it, oldest first;
+    /// the last is where it happens.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<usize>,
+    /// For a violation, the simulated time it happened at (for an `eventually` property, the
+    /// deadline that passed), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_us: Option<u64>,
 }
 
 impl From<&Finding> for FindingRecord {
@@ -139,6 +148,8 @@ impl From<&Finding> for FindingRecord {
             holds: finding.holds,
             detail: finding.detail.clone(),
             explanation: zkh_model::properties::explanation(finding.property).to_owned(),
+            evidence: finding.evidence.clone(),
+            at_us: finding.at_us,
         }
     }
 }
@@ -254,9 +265,4 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
         (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-/// The commit this binary was built from (`unknown` outside a git checkout).
-pub fn commit() -> &'static str {
-    env!("ZKH_COMMIT")
 }

@@ -1,0 +1,96 @@
+//! `zkharness report FILE`: renders a saved run report or sweep summary again, in any build
+//! (it runs nothing): a run report as its HTML timeline (`--html`), a sweep summary as JUnit
+//! XML (`--junit`) or Markdown (`--markdown`, `-` for standard output).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use zkh_reports::types::{RunReport, SweepSummary, RUN_FORMAT, SWEEP_FORMAT};
+use zkh_reports::{junit, markdown, timeline};
+use zkh_scenarios::report::exit;
+
+use super::ReportArgs;
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    if path.as_os_str() == "-" {
+        print!("{text}");
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(|error| format!("cannot write {}: {error}", path.display()))
+}
+
+fn render(args: &ReportArgs) -> Result<Vec<String>, String> {
+    let shown = args.input.display();
+    let text = std::fs::read_to_string(&args.input)
+        .map_err(|error| format!("{shown}: cannot read the file: {error}"))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|error| {
+        format!(
+            "{shown}:{}:{}: not JSON: {error}",
+            error.line(),
+            error.column()
+        )
+    })?;
+    let format = value["format"].as_str().unwrap_or("");
+    let mut written = Vec::new();
+    match format {
+        RUN_FORMAT => {
+            if args.junit.is_some() || args.markdown.is_some() {
+                return Err(format!(
+                    "{shown} is a run report: it renders as --html; --junit and --markdown render a sweep summary"
+                ));
+            }
+            let report: RunReport = serde_json::from_value(value)
+                .map_err(|error| format!("{shown}: not a readable run report: {error}"))?;
+            let html = args
+                .html
+                .clone()
+                .unwrap_or_else(|| args.input.with_extension("html"));
+            write(&html, &timeline::html(&timeline::Page::of_run(&report)))?;
+            written.push(format!("timeline: {}", html.display()));
+        }
+        SWEEP_FORMAT => {
+            if args.html.is_some() {
+                return Err(format!(
+                    "{shown} is a sweep summary: it renders as --junit or --markdown; --html renders a run report (each failure's report is one)"
+                ));
+            }
+            let summary: SweepSummary = serde_json::from_value(value)
+                .map_err(|error| format!("{shown}: not a readable sweep summary: {error}"))?;
+            if args.junit.is_none() && args.markdown.is_none() {
+                return Err(format!(
+                    "{shown} is a sweep summary: say what to write, --junit FILE or --markdown FILE (- for standard output)"
+                ));
+            }
+            if let Some(file) = &args.junit {
+                write(file, &junit::junit(&summary))?;
+                written.push(format!("junit: {}", file.display()));
+            }
+            if let Some(file) = &args.markdown {
+                write(file, &markdown::markdown(&summary))?;
+                written.push(format!("markdown: {}", file.display()));
+            }
+        }
+        other => {
+            return Err(format!(
+                "{shown}: format {other:?} is neither a run report ({RUN_FORMAT}) nor a sweep summary ({SWEEP_FORMAT})"
+            ))
+        }
+    }
+    Ok(written)
+}
+
+/// Runs `zkharness report`.
+pub fn report(args: ReportArgs) -> ExitCode {
+    match render(&args) {
+        Ok(written) => {
+            for line in written.iter().filter(|line| !line.ends_with(": -")) {
+                eprintln!("{line}");
+            }
+            ExitCode::from(exit::PASS)
+        }
+        Err(message) => {
+            eprintln!("zkharness: {message}");
+            ExitCode::from(exit::BAD_INPUT)
+        }
+    }
+}
