@@ -17,6 +17,14 @@
 //!    until it is known done ("guaranteed delete").
 //!
 //! An acquire may have a timeout; when it passes, the waiter deletes its node and gives up.
+//! When it passes while the create's outcome is unknown (its reply was lost and the protected
+//! node not yet found again), the acquire ends only once that is known: the node is found and
+//! deleted, or known never made. Curator does the same in effect: its timeout bounds only the
+//! wait after the create returned, its create retries on its own, and a protected create that
+//! fails for good has its node found and deleted in the background
+//! (`FindAndDeleteProtectedNodeInBackground`). Giving up at once instead left the node of a
+//! live session behind, first in line, and no one held the lock again (issue 37, seed 1274 of
+//! the harsh-random lock scenario; `scenarios/regressions/lock-harsh-random-seed1285.toml`).
 //! `Disconnected` (Curator's SUSPENDED) while holding means the lock is lost: the session may
 //! expire any moment and another client may then hold it. The token is the `czxid` of the lock
 //! node: it increases with each new holder, so a fenced resource can refuse an older one.
@@ -153,6 +161,9 @@ pub struct LockMachine {
     /// A watch is set and nothing else is pending: the next watch event means "look again".
     waiting: bool,
     timeout: Option<TimerId>,
+    /// The timeout passed while the create's outcome was unknown: end the acquire once our
+    /// node is known (delete it) or known never made.
+    timed_out: bool,
     holds: u32,
     node: Option<String>,
     token: Option<i64>,
@@ -173,6 +184,7 @@ impl LockMachine {
             retry: None,
             waiting: false,
             timeout: None,
+            timed_out: false,
             holds: 0,
             node: None,
             token: None,
@@ -190,6 +202,15 @@ impl LockMachine {
     }
 
     fn issue(&mut self, step: Step, out: &mut Vec<Command<LockReport>>) {
+        if self.timed_out && self.phase == Phase::Acquiring {
+            // The timeout passed while the create's outcome was unknown; now it is known: no
+            // node of ours (about to create one) or our node (about to list).
+            if matches!(step, Step::Create) || matches!(step, Step::List) && self.node.is_some() {
+                self.step = None;
+                self.waiting = false;
+                return self.start_delete(AfterDelete::TimedOut, out);
+            }
+        }
         let id = self.ids.fresh();
         let request = match &step {
             Step::CreateParents(paths) => Request::Create {
@@ -251,6 +272,7 @@ impl LockMachine {
     }
 
     fn deleted(&mut self, after: AfterDelete, out: &mut Vec<Command<LockReport>>) {
+        self.timed_out = false;
         self.node = None;
         self.token = None;
         self.step = None;
@@ -515,6 +537,7 @@ impl LockMachine {
         self.step = None;
         self.retry = None;
         self.timeout = None;
+        self.timed_out = false;
         self.waiting = false;
         self.holds = 0;
         self.node = None;
@@ -570,9 +593,15 @@ impl Machine for LockMachine {
             Input::Timer(id) => {
                 if self.timeout == Some(id) && self.phase == Phase::Acquiring {
                     self.timeout = None;
-                    self.step = None;
-                    self.waiting = false;
-                    self.start_delete(AfterDelete::TimedOut, out);
+                    if self.node.is_none() {
+                        // A create may be in flight, or have been applied with its reply lost:
+                        // go on until that is known (see the module docs).
+                        self.timed_out = true;
+                    } else {
+                        self.step = None;
+                        self.waiting = false;
+                        self.start_delete(AfterDelete::TimedOut, out);
+                    }
                 } else if let Some((expected, _)) = &self.retry {
                     if *expected == id {
                         let (_, step) = self.retry.take().expect("checked above");
@@ -693,15 +722,13 @@ impl Hash for LockMachine {
             retry,
             waiting,
             timeout,
+            timed_out,
             holds,
             node,
             token,
         } = self;
-        (
-            variant, attempts, prefix, ids, phase, step, retry, waiting, timeout, holds, node,
-            token,
-        )
-            .hash(state);
+        (variant, attempts, prefix, ids, phase, step, retry).hash(state);
+        (waiting, timeout, timed_out, holds, node, token).hash(state);
     }
 }
 
@@ -721,15 +748,20 @@ impl Symmetric for LockMachine {
             retry,
             waiting,
             timeout,
+            timed_out,
             holds,
             node,
             token,
         } = self;
         (
-            variant, attempts, ids, phase, waiting, timeout, holds, token,
+            variant, attempts, ids, phase, waiting, timeout, timed_out, holds, token,
         )
             .hash(state);
         prefix.hash_renamed(renaming, state);
         (step, retry, node).hash_renamed(renaming, state);
     }
 }
+
+#[cfg(test)]
+#[path = "lock_timeout_tests.rs"]
+mod timeout_tests;
