@@ -105,6 +105,23 @@ pub(crate) fn run_check<W: Workload>(
             return ExitCode::from(BAD_INPUT);
         }
     }
+    if let (Some(file), Some(violation)) = (&args.html, &verdict.violation) {
+        let found = crate::check_html::Found {
+            property: violation.property,
+            path: &violation.path,
+            facts: vec![
+                (
+                    "unique states".to_owned(),
+                    verdict.unique_states.to_string(),
+                ),
+                ("shortest".to_owned(), violation.shortest.to_string()),
+            ],
+        };
+        if let Err(message) = crate::check_html::write(file, &model, recipe, &found) {
+            eprintln!("zkharness: {message}");
+            return ExitCode::from(BAD_INPUT);
+        }
+    }
     if args.json {
         let result = match (&verdict.violation, &final_state) {
             (Some(violation), Some((_, steps))) => serde_json::json!({

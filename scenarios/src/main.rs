@@ -184,9 +184,13 @@ struct CheckArgs {
     #[arg(long, value_name = "SECONDS", conflicts_with = "walks",
           value_parser = clap::value_parser!(u64).range(1..))]
     progress_secs: Option<u64>,
-    /// Write a counterexample, if one is found, as a scenario file (JSON) the simulator replays.
+    /// Write a counterexample, if one is found, as a scenario file (TOML) the simulator replays.
     #[arg(long, value_name = "FILE")]
     export: Option<PathBuf>,
+    /// Write a counterexample, if one is found, as an HTML timeline (the same page as a
+    /// simulated run's report, with steps for time).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// In place of the exhaustive search, take this many seeded random walks through the same
     /// states, judging every step (for spaces the search cannot finish, such as the sharded job
     /// with an expiry; a pass proves nothing). Each walk is `--max-depth` steps at most.
@@ -256,6 +260,7 @@ fn say(line: std::fmt::Arguments<'_>) {
 const BROKEN_PIPE: u8 = 141;
 
 mod check;
+mod check_html;
 mod commands;
 mod walks;
 

@@ -62,6 +62,20 @@ pub(crate) fn run_walks<W: Workload>(
             return ExitCode::from(BAD_INPUT);
         }
     }
+    if let (Some(file), Some(violation)) = (&args.html, &verdict.violation) {
+        let found = crate::check_html::Found {
+            property: violation.property,
+            path: &violation.path,
+            facts: vec![
+                ("walk".to_owned(), violation.walk.to_string()),
+                ("seed".to_owned(), args.seed.to_string()),
+            ],
+        };
+        if let Err(message) = crate::check_html::write(file, &model, recipe, &found) {
+            eprintln!("zkharness: {message}");
+            return ExitCode::from(BAD_INPUT);
+        }
+    }
     let repeat = format!(
         "zkharness check {} --variant {} --clients {} --faults {} --acting {}{} --max-depth {} --seed {} --walks {}",
         recipe.name,

@@ -389,3 +389,43 @@ fn reports_match_their_schemas_junit_parses_and_markdown_holds_the_repro() {
     assert_eq!(code, 64, "a summary has no timeline: {error}");
     assert!(error.contains("is a sweep summary"), "{error}");
 }
+
+#[test]
+fn a_model_checker_counterexample_is_drawn_on_the_same_lanes_with_steps_for_time() {
+    let out = output_dir("check-timeline");
+    let page = out.join("check.html");
+    let (code, stdout, _) = zkharness(&[
+        "check",
+        "latch",
+        "--variant",
+        "no-owner-check",
+        "--faults",
+        "client-expire=1",
+        "--html",
+        page.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 1, "a safety violation: {stdout}");
+    let html = std::fs::read_to_string(&page).expect("the timeline");
+    assert!(html.contains("const UNIT = \"step\""), "steps for time");
+    let (dom, log) = chromium(&page, "--dump-dom");
+    assert_eq!(console(&log), Vec::<&str>::new(), "console messages");
+    for lane in ["client-0", "client-2", "ensemble"] {
+        assert!(
+            dom.contains(&format!("data-lane=\"{lane}\"")),
+            "lane {lane}"
+        );
+    }
+    assert!(
+        dom.contains("data-property=\"single acting master\""),
+        "the violation marker"
+    );
+    assert!(
+        dom.contains("class=\"evidence\"") && dom.contains(">step 19<"),
+        "the evidence rows, timed by step"
+    );
+    let (_, log) = chromium(
+        &page,
+        &format!("--screenshot={}", out.join("check.png").display()),
+    );
+    assert_eq!(console(&log), Vec::<&str>::new(), "console messages");
+}

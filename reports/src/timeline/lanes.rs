@@ -12,7 +12,7 @@
 //!   moment, so the bar may run on a little.)
 //! - per server, its role: leading (with the epoch), following, looking, down;
 //! - the **faults**, read from their canonical text: the lanes they hit (every `client: N` or
-//!   `Client(N)` they name, else the ensemble), and their span (`duration_ms`, cut short by
+//!   `Client(N)` or `client #N` they name, else the ensemble), and their span (`duration_ms`, cut short by
 //!   the heal); a fault without a duration is an instant. Planned faults that did not fire
 //!   are instants of their own kind.
 //! - the **violations**: each failing finding, at its time (or the end of the run), with the
@@ -182,7 +182,7 @@ fn fault_mark(description: &str, at: u64, row: usize) -> FaultMark {
     } else {
         "fault"
     };
-    let mut clients: Vec<u32> = ["client: ", "Client(", "client "]
+    let mut clients: Vec<u32> = ["client: ", "Client(", "client ", "client #"]
         .iter()
         .flat_map(|key| numbers_after(description, key))
         .filter_map(|n| u32::try_from(n).ok())

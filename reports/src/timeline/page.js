@@ -4,7 +4,8 @@
   const NS = "http://www.w3.org/2000/svg";
   const root = document.getElementById("timeline");
   const LABEL_W = 170, ROW_H = 18, AXIS_H = 26, GROUP_GAP = 8;
-  const full = [0, Math.max(data.end, 1)];
+  // A little room after the end, so that a mark at the very end shows.
+  const full = [0, Math.max(data.end, 1) * 1.02 + 1];
   let view = full.slice();
   let cursor = null;
 
@@ -150,7 +151,12 @@
         if (m.rows.length) gotoRow(m.rows[m.rows.length - 1]);
       });
       plotted.appendChild(line);
-      plotted.appendChild(el("text", { class: "violation-label", x: x(m.at) + 4, y: row * 14 + 11 }, "\u2716 " + m.property));
+      const label = el("text", { class: "violation-label", x: x(m.at) + 4, y: row * 14 + 11 }, "\u2716 " + m.property);
+      if (x(m.at) + (m.property.length + 2) * 7 > width) {
+        label.setAttribute("x", x(m.at) - 4);
+        label.setAttribute("text-anchor", "end");
+      }
+      plotted.appendChild(label);
     }
     if (cursor !== null && cursor >= view[0] && cursor <= view[1]) {
       plotted.appendChild(el("line", { class: "cursor", x1: x(cursor), x2: x(cursor), y1: top + AXIS_H - 6, y2: height }));
