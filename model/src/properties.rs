@@ -321,10 +321,42 @@ pub fn no_oversell(history: &impl Entries, resource: &str, initial: i64) -> Find
 /// over) or lost its session: a watch it abandoned is not a waiter (Curator removes such watches
 /// with `removeWatches`). Events whose zxid the engine did not record are not counted.
 pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
+    let woken = waking_transactions(history, dir);
+    let herd = woken.iter().find(|(_, wakeup)| wakeup.clients.len() > 1);
+    let violation = herd.map(|(zxid, wakeup)| {
+        format!(
+            "transaction {zxid:#x} woke {} waiting clients under {dir}: {:?}",
+            wakeup.clients.len(),
+            wakeup.clients
+        )
+    });
+    let evidence = herd.map_or_else(Vec::new, |(_, wakeup)| wakeup.rows.clone());
+    let most = woken.values().map(|w| w.clients.len()).max().unwrap_or(0);
+    Finding::new("herd free", Class::Always, violation, || {
+        format!(
+            "{} waking transactions, at most {most} woken each",
+            woken.len()
+        )
+    })
+    .with_evidence(history, evidence)
+}
+
+/// One transaction that woke clients waiting under a directory (see [`herd_free`]).
+struct Waking {
+    /// The clients it woke.
+    clients: BTreeSet<u32>,
+    /// Clients waiting under the directory when its first watch event came.
+    waiting: usize,
+    /// The places of its watch events in the history.
+    rows: Vec<usize>,
+}
+
+/// Every transaction whose watch events under `dir` woke a waiting client, by zxid, with what
+/// [`herd_free`] and [`wakeups`] read of it.
+fn waking_transactions(history: &impl Entries, dir: &str) -> BTreeMap<i64, Waking> {
     let under = |path: &str| zkh_recipes::path::is_under(path, dir);
     let mut waiting: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
-    let mut woken: BTreeMap<i64, BTreeSet<u32>> = BTreeMap::new();
-    let mut deliveries: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+    let mut woken: BTreeMap<i64, Waking> = BTreeMap::new();
     for (index, entry) in history.each().enumerate() {
         if let Some(client) = stops_waiting(&entry.event, dir) {
             waiting.remove(&client);
@@ -336,35 +368,50 @@ pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
         }
         match &entry.event {
             HistoryEvent::Watch { client, event } if under(&event.path) => {
+                let waiters = waiting.values().filter(|paths| !paths.is_empty()).count();
                 let was_waiting = waiting
                     .get_mut(client)
                     .is_some_and(|paths| paths.remove(event.path.as_str()));
                 if was_waiting && event.zxid != zkh_recipes::WatchedEvent::NO_ZXID {
-                    woken.entry(event.zxid).or_default().insert(*client);
-                    deliveries.entry(event.zxid).or_default().push(index);
+                    let waking = woken.entry(event.zxid).or_insert_with(|| Waking {
+                        clients: BTreeSet::new(),
+                        waiting: waiters,
+                        rows: Vec::new(),
+                    });
+                    waking.clients.insert(*client);
+                    waking.rows.push(index);
                 }
             }
             _ => {}
         }
     }
-    let herd = woken.iter().find(|(_, clients)| clients.len() > 1);
-    let violation = herd.map(|(zxid, clients)| {
-        format!(
-            "transaction {zxid:#x} woke {} waiting clients under {dir}: {clients:?}",
-            clients.len()
-        )
-    });
-    let evidence = herd
-        .and_then(|(zxid, _)| deliveries.remove(zxid))
-        .unwrap_or_default();
-    let most = woken.values().map(BTreeSet::len).max().unwrap_or(0);
-    Finding::new("herd free", Class::Always, violation, || {
-        format!(
-            "{} waking transactions, at most {most} woken each",
-            woken.len()
-        )
-    })
-    .with_evidence(history, evidence)
+    woken
+}
+
+/// One transaction that woke waiters: how many clients were waiting under the directory when
+/// its first watch event came, and how many it woke. A herd-free lock wakes one per release
+/// whatever the number waiting; a herd wakes them all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Wakeup {
+    /// The transaction.
+    pub zxid: i64,
+    /// Clients waiting under the directory then.
+    pub waiting: usize,
+    /// Clients its watch events woke.
+    pub woken: usize,
+}
+
+/// Every transaction that woke clients waiting under `dir`, oldest zxid first (the herd-effect
+/// view of a lock run: see [`herd_free`] for who counts as waiting).
+pub fn wakeups(history: &impl Entries, dir: &str) -> Vec<Wakeup> {
+    waking_transactions(history, dir)
+        .into_iter()
+        .map(|(zxid, waking)| Wakeup {
+            zxid,
+            waiting: waking.waiting,
+            woken: waking.clients.len(),
+        })
+        .collect()
 }
 
 /// The client and path of `event` if it is a read under `dir` that sets a watch: from then the

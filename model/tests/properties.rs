@@ -153,6 +153,15 @@ fn herd_free_counts_the_waiting_clients_one_transaction_woke() {
         properties::herd_free(&good, dir)
     );
     assert!(sometimes::waiter_woken(&good, dir).holds);
+    assert_eq!(
+        properties::wakeups(&good, dir),
+        [properties::Wakeup {
+            zxid: 7,
+            waiting: 1,
+            woken: 1
+        }],
+        "one waiter left, and it alone woke"
+    );
     let mut herd = History::new();
     for client in 1..=3 {
         herd.push(0, wait(client));
@@ -160,6 +169,15 @@ fn herd_free_counts_the_waiting_clients_one_transaction_woke() {
     for client in 1..=3 {
         herd.push(1, watch(client, 7));
     }
+    assert_eq!(
+        properties::wakeups(&herd, dir),
+        [properties::Wakeup {
+            zxid: 7,
+            waiting: 3,
+            woken: 3
+        }],
+        "three waiting, all three woken"
+    );
     let finding = properties::herd_free(&herd, dir);
     assert!(
         !finding.holds && finding.detail.contains("woke 3 waiting clients"),

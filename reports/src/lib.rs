@@ -8,10 +8,13 @@
 //!   faults as shaded spans, the violation marked and linked to the history rows that show it,
 //!   and the whole history as a filterable table;
 //! - [`junit`]: a sweep as JUnit XML for CI;
-//! - [`markdown`]: a sweep as a Markdown summary for a CI job page.
+//! - [`markdown`]: a sweep as a Markdown summary for a CI job page;
+//! - [`herd`]: waiters woken per release against waiters, measured and drawn (a lock's herd
+//!   effect).
 //!
 //! This crate renders and does nothing else: it runs nothing and reads no files.
 
+pub mod herd;
 pub mod junit;
 pub mod markdown;
 pub mod timeline;

@@ -55,6 +55,23 @@ pub fn markdown(summary: &SweepSummary) -> String {
             scenario.seeds_per_sec
         );
     }
+    let herds: Vec<_> = (summary.scenarios.iter())
+        .filter_map(|s| s.herd.as_ref().map(|herd| (s, herd)))
+        .filter(|(_, herd)| herd.releases > 0)
+        .collect();
+    if !herds.is_empty() {
+        out.push_str("\n### Herd effect (locks)\n\nWaiters woken per release: a herd-free lock wakes one.\n\n| scenario | releases | woken per release, mean | max |\n| --- | ---: | ---: | ---: |\n");
+        for (scenario, herd) in herds {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.2} | {} |",
+                cell(&scenario.scenario),
+                herd.releases,
+                herd.woken_mean,
+                herd.woken_max
+            );
+        }
+    }
     let failures: Vec<_> = summary
         .scenarios
         .iter()

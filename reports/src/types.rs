@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use zkh_model::properties::{Class, Finding};
 use zkh_model::History;
 
+pub use crate::herd::Herd;
+
 /// The format tag of a run report.
 pub const RUN_FORMAT: &str = "zkharness-run/1";
 /// The format tag of a sweep summary.
@@ -192,6 +194,9 @@ pub struct RunReport {
     pub simulated_ms: u64,
     /// The command that reproduces the run.
     pub repro: String,
+    /// For a lock, waiters woken per release (the herd effect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub herd: Option<Herd>,
     /// The whole history.
     pub history: History,
 }
@@ -234,6 +239,9 @@ pub struct ScenarioSummary {
     pub seeds_per_sec: f64,
     /// The scenario's combined trace hash over its seeds, in seed order (hex).
     pub combined_trace: String,
+    /// For a lock, waiters woken per release over every seed (the herd effect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub herd: Option<Herd>,
 }
 
 /// A whole sweep.

@@ -128,6 +128,7 @@ pub(crate) fn write<W: Workload>(
         findings: &findings,
         history: &history,
         unit: TimeUnit::Step,
+        herd: None,
     };
     std::fs::write(file, timeline::html(&page))
         .map_err(|error| format!("cannot write {}: {error}", file.display()))

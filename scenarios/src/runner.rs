@@ -9,14 +9,15 @@
 //! first violated `eventually` one, else [`Outcome::FaultsNotFired`] if a planned fault did not
 //! happen, else a pass.
 
-use zkh_model::properties::Class;
+use zkh_model::properties::{wakeups, Class};
 use zkh_model::History;
 use zkh_recipes::fencing::Fencing;
+use zkh_sim::paths::LOCK_DIR;
 use zkh_sim::run::try_run_seed;
 use zkh_sim::sharded::{sharded_job, ShardedConfig};
 use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
 
-use crate::report::{FindingRecord, Outcome};
+use crate::report::{FindingRecord, Herd, Outcome};
 use crate::scenario::{Resolved, SimRecipe};
 
 /// The simulated time a run may take before the harness calls it a crash.
@@ -39,6 +40,8 @@ pub struct RunResult {
     pub trace: u64,
     /// Simulated time of the run.
     pub simulated_ms: u64,
+    /// For a lock, waiters woken per release.
+    pub herd: Option<Herd>,
 }
 
 impl RunResult {
@@ -65,6 +68,7 @@ pub fn run(scenario: &Resolved, seed: u64) -> RunResult {
             history: History::new(),
             trace: 0,
             simulated_ms: 0,
+            herd: None,
         },
     }
 }
@@ -105,11 +109,14 @@ fn judge(scenario: &Resolved, seed: u64, outcome: WorkloadOutcome) -> RunResult 
         .entries()
         .last()
         .map_or(0, |e| e.at_us / 1000);
+    let herd = matches!(scenario.sim_recipe(), SimRecipe::Lock(_))
+        .then(|| Herd::of(&wakeups(&outcome.history, LOCK_DIR)));
     RunResult {
         seed,
         outcome: verdict,
         findings,
         faults_not_fired: outcome.faults_not_fired,
+        herd,
         trace: outcome.history.stable_hash(),
         history: outcome.history,
         simulated_ms,

@@ -429,3 +429,64 @@ fn a_model_checker_counterexample_is_drawn_on_the_same_lanes_with_steps_for_time
     );
     assert_eq!(console(&log), Vec::<&str>::new(), "console messages");
 }
+
+#[test]
+fn the_herd_view_sets_the_correct_lock_beside_the_herd_variant() {
+    let out = output_dir("herd");
+    let (code, stdout, _) = zkharness(&[
+        "sweep",
+        "catalog/lock-crash.toml",
+        "catalog/control-lock-herd.toml",
+        "--seeds",
+        "0..2",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("summary.json")).expect("the summary"),
+    )
+    .expect("JSON");
+    let herd = |name: &str| {
+        summary["scenarios"]
+            .as_array()
+            .expect("scenarios")
+            .iter()
+            .find(|s| s["scenario"] == name)
+            .unwrap_or_else(|| panic!("{name} in the summary"))["herd"]
+            .clone()
+    };
+    let (correct, herded) = (herd("lock-crash"), herd("control-lock-herd"));
+    assert!(correct["releases"].as_u64() > Some(10), "{correct}");
+    assert_eq!(
+        correct["woken_max"], 1,
+        "the correct lock wakes one: {correct}"
+    );
+    assert!(
+        herded["woken_max"].as_u64() >= Some(2) && herded["woken_mean"].as_f64() > Some(1.5),
+        "the herd wakes every waiter: {herded}"
+    );
+    let svg = std::fs::read_to_string(out.join("herd.svg")).expect("the chart");
+    assert_eq!(svg.matches("class=\"herd-series\"").count(), 2, "{svg}");
+    let markdown = std::fs::read_to_string(out.join("summary.md")).expect("the Markdown");
+    assert!(markdown.contains("### Herd effect (locks)"), "{markdown}");
+    let page = std::fs::read_dir(&out)
+        .expect("the folder")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "html"))
+        .expect("the control's timeline");
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert!(
+        html.contains("<section id=\"herd\">"),
+        "the run's own herd chart"
+    );
+    python_checks(
+        VALIDATE,
+        &[
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../reports/schema")),
+            &out.join("summary.json"),
+            &page.with_extension("json"),
+        ],
+        &out,
+    );
+}

@@ -20,6 +20,7 @@ use std::fmt::Write as _;
 
 use zkh_model::History;
 
+use crate::herd::{chart, Herd};
 use crate::types::{FindingRecord, RunReport};
 
 /// What the time axis counts.
@@ -46,6 +47,8 @@ pub struct Page<'a> {
     pub history: &'a History,
     /// What the time axis counts.
     pub unit: TimeUnit,
+    /// For a lock, waiters woken per release, drawn below the timeline.
+    pub herd: Option<&'a Herd>,
 }
 
 impl<'a> Page<'a> {
@@ -72,6 +75,7 @@ impl<'a> Page<'a> {
             findings: &report.findings,
             history: &report.history,
             unit: TimeUnit::Micros,
+            herd: report.herd.as_ref(),
         }
     }
 }
@@ -193,6 +197,18 @@ pub fn html(page: &Page<'_>) -> String {
          <span id=\"window\"></span> <span class=\"hint\">wheel to zoom, drag to pan, click a bar for its history row</span></div>\
          <div id=\"timeline\"></div><div id=\"legend\"></div></section>\n",
     );
+    if let Some(herd) = page.herd.filter(|herd| herd.releases > 0) {
+        let _ = write!(
+            out,
+            "<section id=\"herd\"><h2>Herd effect</h2><p>Each release that woke a waiter: how many \
+             clients were waiting, and how many it woke (mean, with the most as a thin bar). A \
+             herd-free lock wakes one. This run: {} releases, {:.2} woken each on average, at most {}.</p>{}</section>\n",
+            herd.releases,
+            herd.woken_mean,
+            herd.woken_max,
+            chart(&[("this run", herd)])
+        );
+    }
     out.push_str(
         "<section id=\"history\"><h2>History</h2><div class=\"controls\">\
          <label>client <select id=\"filter-client\"><option value=\"\">all</option></select></label> \

@@ -68,6 +68,7 @@ pub(super) fn report(path: &Path, loaded: &Loaded, result: &RunResult) -> RunRep
         trace: format!("{:016x}", result.trace),
         simulated_ms: result.simulated_ms,
         repro: repro(path, result.seed),
+        herd: result.herd.clone(),
         history: result.history.clone(),
     }
 }

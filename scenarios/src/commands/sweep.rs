@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use zkh_scenarios::report::{
-    commit, exit, fnv1a, Outcome, ScenarioSummary, SweepFailure, SweepSummary, SWEEP_FORMAT,
+    commit, exit, fnv1a, Herd, Outcome, ScenarioSummary, SweepFailure, SweepSummary, SWEEP_FORMAT,
 };
 use zkh_scenarios::runner::{self, RunResult};
 use zkh_scenarios::scenario::{self, Loaded};
@@ -60,6 +60,7 @@ struct Tally {
     failures: Vec<SweepFailure>,
     caught_at: Vec<u64>,
     traces: Vec<(u64, u64)>,
+    herd: Option<Herd>,
     worst: Option<u8>,
 }
 
@@ -101,6 +102,7 @@ pub(super) fn sweep(args: SweepArgs) -> ExitCode {
                 failures: Vec::new(),
                 caught_at: Vec::new(),
                 traces: Vec::new(),
+                herd: None,
                 worst: None,
             }),
             Err(error) => {
@@ -199,6 +201,9 @@ pub(super) fn sweep(args: SweepArgs) -> ExitCode {
         tally.seeds_run += 1;
         tally.run_seconds += seconds;
         tally.traces.push((result.seed, result.trace));
+        if let Some(herd) = &result.herd {
+            tally.herd = Some(tally.herd.take().unwrap_or_default().merge(herd));
+        }
         let scenario = &tally.loaded.resolved;
         let as_expected = result.as_expected(scenario);
         let keep_report = if scenario.is_control() {
@@ -348,6 +353,7 @@ fn finish(
             ok,
             seeds_per_sec,
             combined_trace: format!("{:016x}", fnv1a(&combined)),
+            herd: tally.herd,
         });
     }
     let seeds_run: u64 = summaries.iter().map(|s| s.seeds_run).sum();
@@ -370,6 +376,16 @@ fn finish(
         write(&args.out.join("junit.xml"), &junit),
         write(&args.out.join("summary.md"), &markdown),
     ];
+    let herds: Vec<(&str, &Herd)> = (summary.scenarios.iter())
+        .filter_map(|s| s.herd.as_ref().map(|herd| (s.scenario.as_str(), herd)))
+        .filter(|(_, herd)| herd.releases > 0)
+        .collect();
+    if !herds.is_empty() {
+        written.push(write(
+            &args.out.join("herd.svg"),
+            &zkh_reports::herd::chart(&herds),
+        ));
+    }
     for (file, text) in [
         (&args.json, &text),
         (&args.junit, &junit),
