@@ -198,11 +198,11 @@ pub fn html(page: &Page<'_>) -> String {
          <div id=\"timeline\"></div><div id=\"legend\"></div></section>\n",
     );
     if let Some(herd) = page.herd.filter(|herd| herd.releases > 0) {
-        let _ = write!(
+        let _ = writeln!(
             out,
             "<section id=\"herd\"><h2>Herd effect</h2><p>Each release that woke a waiter: how many \
              clients were waiting, and how many it woke (mean, with the most as a thin bar). A \
-             herd-free lock wakes one. This run: {} releases, {:.2} woken each on average, at most {}.</p>{}</section>\n",
+             herd-free lock wakes one. This run: {} releases, {:.2} woken each on average, at most {}.</p>{}</section>",
             herd.releases,
             herd.woken_mean,
             herd.woken_max,
