@@ -2,7 +2,7 @@
 //! stamps log lines with the simulated clock of the run that wrote them.
 //!
 //! A run's history is the record a report keeps; the log is for watching a run as it goes
-//! (`RUST_LOG=debug zkharness run ...`). Both come from [`record`], the one place the
+//! (`RUST_LOG=debug zkharness run ...`). Both come from `record`, the one place the
 //! simulator appends to a history, so they cannot disagree. The events go to the target
 //! `zkh_sim::history` at `DEBUG`, each with the run's seed (which [`crate::run::try_run_seed`]
 //! sets for its thread), so lines from parallel seeds of a sweep can be told apart. (A span
