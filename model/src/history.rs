@@ -8,10 +8,8 @@
 //! An operation that ended in `ConnectionLoss` is recorded with [`OpOutcome::Unknown`]: it may or
 //! may not have been applied, and a checker must allow both.
 //!
-//! [`History::stable_hash`] is a 64-bit FNV-1a hash over every entry's canonical text. Two runs
+//! [`History::stable_hash`] is a 64-bit FNV-1a hash over every entry, field by field. Two runs
 //! of one seed must give the same hash; the determinism tests compare it.
-
-use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 use zkh_recipes::{SessionEvent, SessionId, WatchedEvent, ZkError};
@@ -193,20 +191,83 @@ impl History {
         self.entries.is_empty()
     }
 
-    /// A 64-bit FNV-1a hash of every entry's canonical text: stable across runs, processes and
-    /// machines for the same code.
+    /// A 64-bit FNV-1a hash of every entry, field by field, in order: stable across runs,
+    /// processes and machines for the same code and toolchain. The fields are fed through the
+    /// types' own `Hash` (so every field counts), with every integer written little-endian and
+    /// `usize` and `isize` as 64 bits, so that no machine's byte order or word size shows.
+    /// (It hashed each entry's `Debug` text before; formatting every event was most of what a
+    /// sweep's reports cost, see docs/performance.md.)
     pub fn stable_hash(&self) -> u64 {
-        let mut hash = FNV_OFFSET;
-        let mut text = String::new();
-        for entry in &self.entries {
-            text.clear();
-            writeln!(text, "{entry:?}").expect("writing to a String cannot fail");
-            for byte in text.bytes() {
-                hash ^= u64::from(byte);
-                hash = hash.wrapping_mul(FNV_PRIME);
-            }
+        let mut hasher = StableHasher(FNV_OFFSET);
+        self.entries
+            .iter()
+            .for_each(|entry| entry.hash(&mut hasher));
+        hasher.0
+    }
+}
+
+/// FNV-1a over the bytes a value's `Hash` writes, with integers in a fixed byte order and width
+/// (see [`History::stable_hash`]).
+struct StableHasher(u64);
+
+impl Hasher for StableHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 ^= u64::from(*byte);
+            self.0 = self.0.wrapping_mul(FNV_PRIME);
         }
-        hash
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.write(&[n]);
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.write(&n.to_le_bytes());
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write(&n.to_le_bytes());
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.write(&n.to_le_bytes());
+    }
+
+    fn write_u128(&mut self, n: u128) {
+        self.write(&n.to_le_bytes());
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_i8(&mut self, n: i8) {
+        self.write(&n.to_le_bytes());
+    }
+
+    fn write_i16(&mut self, n: i16) {
+        self.write(&n.to_le_bytes());
+    }
+
+    fn write_i32(&mut self, n: i32) {
+        self.write(&n.to_le_bytes());
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.write(&n.to_le_bytes());
+    }
+
+    fn write_i128(&mut self, n: i128) {
+        self.write(&n.to_le_bytes());
+    }
+
+    fn write_isize(&mut self, n: isize) {
+        self.write_i64(n as i64);
     }
 }
 
@@ -332,5 +393,30 @@ mod tests {
         d.push(3, fault("y"));
         assert_ne!(a.stable_hash(), d.stable_hash(), "time is part of the hash");
         assert_eq!(History::new().stable_hash(), FNV_OFFSET);
+        let mut e = History::new();
+        e.push(1, fault("x"));
+        e.push(2, fault("x"));
+        assert_ne!(a.stable_hash(), e.stable_hash(), "every field counts");
+    }
+
+    /// The hash is part of every report and sweep summary: a change to it must be deliberate.
+    #[test]
+    fn the_hash_of_a_fixed_history_is_pinned() {
+        let mut h = History::new();
+        h.push(
+            7,
+            HistoryEvent::Role {
+                client: 1,
+                role: "leader".to_owned(),
+                token: Some(42),
+            },
+        );
+        h.push(
+            9,
+            HistoryEvent::Fault {
+                description: "heal".to_owned(),
+            },
+        );
+        assert_eq!(format!("{:016x}", h.stable_hash()), "fe288ef3372aa67e");
     }
 }

@@ -2,7 +2,7 @@
 //! timeline's tooltips all print this text.
 //!
 //! The text is for people; it is not parsed and not hashed ([`crate::history::History::
-//! stable_hash`] hashes the `Debug` form, which this module does not change). It names a
+//! stable_hash`] hashes the values, not this text). It names a
 //! client as `client N`, a request by its client-local id as `#xid`, a session in hex as
 //! ZooKeeper's own logs do, and node data as quoted text when it is printable UTF-8 (else as
 //! hex bytes), cut to [`DATA_SHOWN_BYTES`].

@@ -10,12 +10,19 @@
 //!   parses the file, and for each seed judges the scenario's properties, keeps the findings,
 //!   the trace hash and the simulated time, and tallies the sweep.
 //!
-//! Before timing, it checks that both give the same trace hash on the first seeds (the same
-//! work), and it prints, per recipe, the median seconds of each and the ratio B / A.
+//! Both use mimalloc, as `zkharness` does. Before timing, it checks that both give the same
+//! trace hash on the first seeds (the same work), and it prints, per recipe, the median seconds
+//! of each and the ratio B / A; and, to show where a difference comes from, A again with the
+//! trace hash computed (A+h), which B needs for its report.
 //! The figures are in `docs/performance.md`.
 //!
 //! `RUSTFLAGS="--cfg madsim" cargo bench -p zkh-scenarios --bench overhead`; `ZKH_BENCH_SEEDS`
-//! sets the seeds per recipe (default 200), `ZKH_BENCH_ROUNDS` the rounds (default 3).
+//! sets the seeds per recipe (default 200), `ZKH_BENCH_ROUNDS` the rounds (default 3),
+//! `ZKH_BENCH_RECIPES` which recipes (default `lock,latch,election,master,job`).
+
+/// The allocator `zkharness` uses, so that the two ways differ only in what they do.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[cfg(madsim)]
 fn main() {
@@ -88,10 +95,12 @@ fn main() {
         "zkharness sweep (B) against the test loop (A): {seeds} seeds per recipe, {rounds} rounds, A B alternating, one core"
     );
     println!(
-        "{:<10} {:>10} {:>10} {:>8} {:>12}",
-        "recipe", "A median s", "B median s", "B / A", "B seeds/s"
+        "{:<10} {:>10} {:>10} {:>10} {:>8} {:>12}",
+        "recipe", "A median s", "A+h", "B median s", "B / A", "B seeds/s"
     );
-    for recipe in ["lock", "latch", "election", "master", "job"] {
+    let recipes = std::env::var("ZKH_BENCH_RECIPES")
+        .unwrap_or_else(|_| "lock,latch,election,master,job".to_owned());
+    for recipe in recipes.split(',') {
         let file = root.join(format!("catalog/{recipe}-harsh-random.toml"));
         let scenario = load(&file).expect("the catalogue file loads").resolved;
         for seed in 0..3 {
@@ -102,7 +111,7 @@ fn main() {
                 "{recipe} seed {seed}: the test loop and the scenario differ"
             );
         }
-        let (mut a_s, mut b_s) = (Vec::new(), Vec::new());
+        let (mut a_s, mut ah_s, mut b_s) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
             let began = Instant::now();
             for seed in 0..seeds {
@@ -112,6 +121,13 @@ fn main() {
                 );
             }
             a_s.push(began.elapsed().as_secs_f64());
+            let began = Instant::now();
+            for seed in 0..seeds {
+                let outcome = direct(recipe, seed);
+                assert!(outcome.violation().is_none(), "{recipe} seed {seed}");
+                std::hint::black_box(outcome.history.stable_hash());
+            }
+            ah_s.push(began.elapsed().as_secs_f64());
             let began = Instant::now();
             let status = Command::new(env!("CARGO_BIN_EXE_zkharness"))
                 .args(["sweep", file.to_str().expect("utf-8"), "--jobs", "1"])
@@ -126,9 +142,9 @@ fn main() {
             b_s.push(began.elapsed().as_secs_f64());
             assert!(status.success(), "{recipe}: the sweep failed");
         }
-        let (a, b) = (median(a_s), median(b_s));
+        let (a, ah, b) = (median(a_s), median(ah_s), median(b_s));
         println!(
-            "{recipe:<10} {a:>10.2} {b:>10.2} {:>8.3} {:>12.0}",
+            "{recipe:<10} {a:>10.3} {ah:>10.3} {b:>10.3} {:>8.3} {:>12.0}",
             b / a,
             seeds as f64 / b
         );
