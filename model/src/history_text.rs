@@ -17,6 +17,28 @@ use crate::request::{Reply, Request, Response};
 /// How many bytes of a node's data an event's text shows.
 pub const DATA_SHOWN_BYTES: usize = 32;
 
+/// An operation or timer id as a person reads it. A machine's own ids are small (1, 2, ...:
+/// [`zkh_recipes::machine::Ids`]); a host shifts its nested machines' ids into ranges of its
+/// own: the sharded job's own ids from bit 62, its failover lock's from bit 61, and a round
+/// number from bit 40 (the job election's latch, the failover lock). So `2^62 + 3` reads
+/// `#j3`, the failover lock's op 5 in round 2 `#c2.5`, and the election's latch op 4 in round
+/// 1 `#1.4`.
+pub fn op_id_text(id: u64) -> String {
+    const LOW_BITS: u32 = 40;
+    let low = id & ((1 << LOW_BITS) - 1);
+    let round = (id >> LOW_BITS) & ((1 << 21) - 1);
+    let tag = match id >> 61 {
+        0 => "",
+        1 => "c",
+        _ => "j",
+    };
+    match (tag, round) {
+        ("", 0) => format!("#{low}"),
+        (tag, 0) => format!("#{tag}{low}"),
+        (tag, round) => format!("#{tag}{round}.{low}"),
+    }
+}
+
 /// `data` as a person reads it: `"text"` when printable UTF-8, else `0x0a1b…` hex; cut to
 /// [`DATA_SHOWN_BYTES`] with `…` and the full length.
 pub fn data_text(data: &[u8]) -> String {
@@ -119,6 +141,14 @@ fn op_result_text(result: &OpResult) -> String {
     }
 }
 
+/// A request's result as a client machine gets it: `ok created /x`, `error NoNode`.
+pub fn result_text(result: &Result<Response, zkh_recipes::ZkError>) -> String {
+    match result {
+        Ok(response) => format!("ok {}", response_text(response)),
+        Err(error) => format!("error {error:?}"),
+    }
+}
+
 fn response_text(response: &Response) -> String {
     match response {
         Response::Created(created) => format!("created {}", created.path),
@@ -170,7 +200,8 @@ fn watched_text(event: &WatchedEvent) -> String {
     }
 }
 
-fn session_event_text(event: &SessionEvent) -> String {
+/// A connection or session change in words: `connected, new session 0x1f`.
+pub fn session_event_text(event: &SessionEvent) -> String {
     match event {
         SessionEvent::Connected { session_id } => {
             format!("connected, new session {}", session_text(*session_id))
@@ -198,7 +229,8 @@ impl Display for HistoryEvent {
                 request,
             } => write!(
                 f,
-                "client {client} #{xid} sends {} (session {})",
+                "client {client} {} sends {} (session {})",
+                op_id_text(*xid),
                 request_text(request),
                 session_text(*session)
             ),
@@ -206,7 +238,12 @@ impl Display for HistoryEvent {
                 client,
                 xid,
                 outcome,
-            } => write!(f, "client {client} #{xid} {}", outcome_text(outcome)),
+            } => write!(
+                f,
+                "client {client} {} {}",
+                op_id_text(*xid),
+                outcome_text(outcome)
+            ),
             HistoryEvent::Watch { client, event } => {
                 write!(f, "client {client} watch {}", watched_text(event))
             }
@@ -262,6 +299,14 @@ mod tests {
             data_text(&long),
             format!("\"{}\"… (40 bytes)", "a".repeat(32))
         );
+    }
+
+    #[test]
+    fn nested_ids_read_small() {
+        assert_eq!(op_id_text(4), "#4");
+        assert_eq!(op_id_text((1 << 62) + 3), "#j3");
+        assert_eq!(op_id_text((1 << 61) + (2 << 40) + 5), "#c2.5");
+        assert_eq!(op_id_text((1 << 40) + 4), "#1.4");
     }
 
     #[test]

@@ -20,6 +20,10 @@ use zkh_scenarios::report::exit;
 
 use crate::{say, CheckArgs, SearcherArg, BAD_INPUT};
 
+/// How often a check logs its progress where stderr is not a terminal, unless
+/// `--progress-secs` says.
+const PROGRESS_SECS: u64 = 10;
+
 pub(crate) fn run_check<W: Workload>(
     model: RecipeModel<W>,
     recipe: &Recipe,
@@ -77,7 +81,8 @@ pub(crate) fn run_check<W: Workload>(
         let verdict = check_searched(&model, limits, searcher, Some(&mut show));
         spinner.finish_and_clear();
         verdict
-    } else if let Some(every) = args.progress_secs {
+    } else {
+        let every = args.progress_secs.unwrap_or(PROGRESS_SECS);
         // Lines for a log, where a spinner would be noise: one every `every` seconds at most.
         let mut last = Instant::now();
         let mut log = |progress: &Progress| {
@@ -93,8 +98,6 @@ pub(crate) fn run_check<W: Workload>(
             }
         };
         check_searched(&model, limits, searcher, Some(&mut log))
-    } else {
-        check_searched(&model, limits, searcher, None)
     };
     let seconds = started.elapsed().as_secs_f64();
     let per_second = verdict.unique_states as f64 / seconds.max(1e-9);
@@ -126,6 +129,7 @@ pub(crate) fn run_check<W: Workload>(
         let result = match (&verdict.violation, &final_state) {
             (Some(violation), Some((_, steps))) => serde_json::json!({
                 "violation": violation.property,
+                "explanation": crate::check_html::explanation(violation.property),
                 "path": steps,
                 "shortest": violation.shortest,
                 "found_steps": violation.found_steps,

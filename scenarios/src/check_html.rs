@@ -90,14 +90,23 @@ fn timed<W: Workload>(model: &RecipeModel<W>, found: &Found<'_>) -> (History, Ve
             class: "eventually".to_owned(),
             holds: false,
             detail: model.stuck_detail(&state),
-            explanation: "The model's own invariant: in every state some application can still \
-                          act, or will once a pending step happens; here none can."
-                .to_owned(),
+            explanation: explanation(PROGRESS).to_owned(),
             evidence: Vec::new(),
             at_us: None,
         });
     }
     (history, findings)
+}
+
+/// What the property `name` means: a recipe property's explanation, or the model checker's own
+/// progress invariant's.
+pub(crate) fn explanation(name: &str) -> &'static str {
+    if name == PROGRESS {
+        "The model's own invariant: in every state some application can still act, or will \
+         once a pending step happens; here none can."
+    } else {
+        zkh_model::properties::explanation(name)
+    }
 }
 
 /// Writes the timeline of `found` to `file`.

@@ -179,8 +179,8 @@ struct CheckArgs {
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     threads: u16,
     /// Where stderr is not a terminal (a log, CI), print a line of progress to it every this
-    /// many seconds at most (on a terminal a spinner shows it anyway). None by default: logs
-    /// and pipes get the result alone.
+    /// many seconds at most (default 10, so that a CI log shows a long search alive; on a
+    /// terminal a spinner shows it instead).
     #[arg(long, value_name = "SECONDS", conflicts_with = "walks",
           value_parser = clap::value_parser!(u64).range(1..))]
     progress_secs: Option<u64>,
@@ -349,6 +349,11 @@ fn parse(args: &ModelArgs) -> Result<Recipe, String> {
 
 fn explore<W: Workload>(model: RecipeModel<W>, port: u16) -> ExitCode {
     let address = format!("127.0.0.1:{port}");
+    // stateright's server panics when it cannot bind: find out first, and say so plainly.
+    if let Err(error) = std::net::TcpListener::bind(&address) {
+        eprintln!("zkharness: cannot listen on {address}: {error} (choose another --port)");
+        return ExitCode::from(BAD_INPUT);
+    }
     say!("serving stateright's Explorer on http://{address}/ (Ctrl-C to stop)");
     model.checker().threads(1).serve(address.as_str());
     ExitCode::SUCCESS

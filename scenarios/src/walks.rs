@@ -92,6 +92,7 @@ pub(crate) fn run_walks<W: Workload>(
         let result = match (&verdict.violation, &final_state) {
             (Some(violation), Some((_, steps))) => serde_json::json!({
                 "violation": violation.property,
+                "explanation": crate::check_html::explanation(violation.property),
                 "path": steps,
                 "shortest": false,
                 "walk": violation.walk,

@@ -42,6 +42,18 @@ fn check_json_reports_a_violation_with_its_path_and_exits_1() {
         report["result"]["path"].as_array().expect("a path").len(),
         11
     );
+    assert!(
+        (report["result"]["explanation"].as_str())
+            .is_some_and(|e| e.contains("one waiting client")),
+        "the property's explanation: {report}"
+    );
+    let path = report["result"]["path"].to_string();
+    assert!(
+        path.contains("create /lock/")
+            && path.contains("ephemeral sequential")
+            && !path.contains("data: ["),
+        "requests in words, data as text: {path}"
+    );
 }
 
 #[test]
@@ -342,6 +354,37 @@ fn a_long_check_logs_its_progress_when_asked() {
     );
 }
 
+/// A CI log must show a long search alive without being asked (issue 36.9): stderr here is a
+/// pipe, and no `--progress-secs` is given.
+#[test]
+#[ignore = "a search of about 30 s in release (400 MiB); scripts/test-all runs it"]
+fn a_long_check_logs_its_progress_by_default_where_stderr_is_not_a_terminal() {
+    let (code, stdout, stderr) = zkharness(&[
+        "check",
+        "job",
+        "--clients",
+        "2",
+        "--faults",
+        "expire=1",
+        "--max-states",
+        "32000000",
+        "--json",
+    ]);
+    assert_eq!(code, 3, "gave up at --max-states: {stdout}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let seconds = report["seconds"].as_f64().expect("seconds");
+    assert!(
+        seconds > 10.5,
+        "the search ran long enough to log: {seconds} s"
+    );
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(
+        !lines.is_empty() && lines.len() as f64 <= seconds / 10.0,
+        "one line every 10 s: {stderr}"
+    );
+    assert!(lines[0].starts_with("zkharness: 10 s: "), "{stderr}");
+}
+
 #[test]
 fn a_reader_that_goes_away_ends_the_program_quietly() {
     // `zkharness check ... | head -1`: the read end closes before the report is written.
@@ -532,6 +575,30 @@ fn explore_serves_the_explorer_on_localhost() {
     child.wait().expect("reap it");
     assert!(body.contains("200"), "the explorer answers: {body}");
     assert!(body.contains("unique_state_count"), "{body}");
+}
+
+#[test]
+fn explore_on_a_busy_port_says_so_and_exits_64() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("a port of our own");
+    let port = busy.local_addr().expect("its address").port().to_string();
+    let (code, _, stderr) = zkharness(&["explore", "lock", "--faults", "none", "--port", &port]);
+    assert_eq!(code, 64, "bad input, not a panic: {stderr}");
+    assert!(
+        stderr.contains(&format!("cannot listen on 127.0.0.1:{port}"))
+            && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    drop(busy);
+}
+
+#[test]
+fn an_unknown_fault_in_a_budget_is_named() {
+    let (code, _, stderr) = zkharness(&["check", "latch", "--faults", "session-timeout=10000"]);
+    assert_eq!(code, 64, "{stderr}");
+    assert!(
+        stderr.contains("unknown fault \"session-timeout\""),
+        "{stderr}"
+    );
 }
 
 #[test]

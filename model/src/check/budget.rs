@@ -42,9 +42,6 @@ impl FaultBudget {
             let (name, count) = part
                 .split_once('=')
                 .ok_or_else(|| format!("fault budget {part:?}: expected NAME=COUNT"))?;
-            let count: u8 = count.trim().parse().map_err(|_| {
-                format!("fault budget {part:?}: the count must be a number from 0 to 255")
-            })?;
             let slot = match name.trim() {
                 "drop-request" => &mut budget.drop_request,
                 "drop-reply" => &mut budget.drop_reply,
@@ -59,7 +56,10 @@ impl FaultBudget {
                     ))
                 }
             };
-            *slot = count;
+            // The name first: `session-timeout=10000` is an unknown fault, not a bad count.
+            *slot = count.trim().parse().map_err(|_| {
+                format!("fault budget {part:?}: the count must be a number from 0 to 255")
+            })?;
         }
         Ok(budget)
     }
@@ -79,4 +79,24 @@ pub enum Acting {
     /// Whenever it believes it holds the role, on a resource that accepts every write: the
     /// `unfenced` positive control (a holder acting on news still in flight).
     Unfenced,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_fault_is_named_before_its_count_is_read() {
+        let error = FaultBudget::parse("session-timeout=10000").expect_err("unknown");
+        assert!(
+            error.contains("unknown fault \"session-timeout\"") && error.contains("client-expire"),
+            "{error}"
+        );
+        let error = FaultBudget::parse("expire=300").expect_err("too many");
+        assert!(error.contains("from 0 to 255"), "{error}");
+        assert_eq!(
+            FaultBudget::parse("drop-reply=1, expire=1"),
+            Ok(FaultBudget::STANDARD)
+        );
+    }
 }

@@ -203,6 +203,7 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
+use crate::history_text::{op_id_text, request_text, result_text, session_event_text};
 use serde::{Deserialize, Serialize};
 use stateright::Model;
 use zkh_recipes::machine::TimerId;
@@ -379,23 +380,27 @@ impl<W: Workload> RecipeModel<W> {
         let next_op = |c: usize| {
             state.queues(c).outbox.front().map_or_else(
                 || "nothing".to_owned(),
-                |(id, _, request)| format!("#{id} {request:?}"),
+                |(id, _, request)| format!("{} {}", op_id_text(*id), request_text(request)),
             )
         };
         match action {
             Action::Serve(c) => format!("the server applies client {c}'s {}", next_op(*c)),
             Action::Deliver(c) => match state.queues(*c).inbox.front() {
-                Some(Inbound::Reply(id, result)) => {
-                    format!("client {c} gets the reply to #{id}: {result:?}")
-                }
+                Some(Inbound::Reply(id, result)) => format!(
+                    "client {c} gets the reply to {}: {}",
+                    op_id_text(*id),
+                    result_text(result)
+                ),
                 Some(Inbound::Watch(event)) => format!(
                     "client {c} gets a watch event: {:?} {}",
                     event.event_type, event.path
                 ),
-                Some(Inbound::Session(event)) => format!("client {c} gets {event:?}"),
+                Some(Inbound::Session(event)) => {
+                    format!("client {c} is told: {}", session_event_text(event))
+                }
                 None => format!("client {c} has nothing to process"),
             },
-            Action::Timer(c, id) => format!("client {c}'s timer {id} fires"),
+            Action::Timer(c, id) => format!("client {c}'s timer {} fires", op_id_text(*id)),
             Action::Act(c) => format!("client {c}'s application acts ({:?})", state.client(*c).app),
             Action::DropRequest(c) => format!("FAULT: client {c}'s {} is lost", next_op(*c)),
             Action::DropReply(c) => format!(
