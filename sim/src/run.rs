@@ -20,7 +20,10 @@ where
 {
     match try_run_seed(seed, time_limit_s, scenario) {
         Ok(result) => result,
-        Err(message) => panic!("seed {seed} failed: {message}\nreplay it with ZKH_SEED={seed}"),
+        Err(message) => panic!(
+            "seed {seed} failed: {message}\nreplay it alone with ZKH_SEED={seed} before the same \
+             command (the simulator's tests loop over `seed::seeds`, which honours it)"
+        ),
     }
 }
 

@@ -42,3 +42,40 @@ pub fn sub_seed(seed: u64, subsystem: Subsystem) -> u64 {
 pub fn sub_rng(seed: u64, subsystem: Subsystem) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(sub_seed(seed, subsystem))
 }
+
+/// The seeds a test loops over: `range`, or, when the environment variable `ZKH_SEED` is set,
+/// that seed alone: the one a failing seed's message names (`run::run_seed` says "replay it
+/// with ZKH_SEED=N"), so that a failure is replayed without editing the test.
+///
+/// # Panics
+/// If `ZKH_SEED` is set to something other than a seed (a whole number).
+pub fn seeds(range: std::ops::Range<u64>) -> Vec<u64> {
+    seeds_from(range, std::env::var("ZKH_SEED").ok().as_deref())
+}
+
+fn seeds_from(range: std::ops::Range<u64>, pinned: Option<&str>) -> Vec<u64> {
+    match pinned {
+        Some(text) => vec![text
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("ZKH_SEED={text:?} is not a seed (a whole number)"))],
+        None => range.collect(),
+    }
+}
+
+#[cfg(test)]
+mod seeds_tests {
+    use super::*;
+
+    #[test]
+    fn zkh_seed_pins_the_one_seed_a_loop_runs() {
+        assert_eq!(seeds_from(0..3, None), [0, 1, 2]);
+        assert_eq!(
+            seeds_from(0..3, Some("7698")),
+            [7698],
+            "even outside the range"
+        );
+        let bad = std::panic::catch_unwind(|| seeds_from(0..3, Some("seven")));
+        assert!(bad.is_err(), "a bad ZKH_SEED is refused");
+    }
+}

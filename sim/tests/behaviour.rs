@@ -23,7 +23,7 @@ const SLACK_MS: u64 = 50;
 #[test]
 fn a_crashed_clients_ephemeral_goes_between_t_minus_a_third_and_t_plus_a_tick() {
     let mut seen = Vec::new();
-    for seed in 0..20 {
+    for seed in zkh_sim::seed::seeds(0..20) {
         let elapsed = run_seed(seed, 300, |seed| async move {
             let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
             let owner = cluster.add_client(0, T, false).await.unwrap();
@@ -65,7 +65,7 @@ fn a_crashed_clients_ephemeral_goes_between_t_minus_a_third_and_t_plus_a_tick() 
 
 #[test]
 fn killing_the_leader_disconnects_every_client_and_they_keep_their_sessions() {
-    for seed in 0..10 {
+    for seed in zkh_sim::seed::seeds(0..10) {
         run_seed(seed, 300, |seed| async move {
             let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
             let mut clients = Vec::new();
@@ -120,7 +120,7 @@ fn killing_the_leader_disconnects_every_client_and_they_keep_their_sessions() {
 
 #[test]
 fn a_partitioned_client_expires_on_the_server_and_learns_it_after_the_heal() {
-    for seed in 0..10 {
+    for seed in zkh_sim::seed::seeds(0..10) {
         run_seed(seed, 300, |seed| async move {
             let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
             let cut_off = cluster.add_client(0, T, false).await.unwrap();
@@ -163,7 +163,7 @@ fn a_partitioned_client_expires_on_the_server_and_learns_it_after_the_heal() {
 
 #[test]
 fn a_reply_lost_after_apply_leaves_the_node_created() {
-    for seed in 0..10 {
+    for seed in zkh_sim::seed::seeds(0..10) {
         run_seed(seed, 300, |seed| async move {
             let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
             let client = cluster.add_client(0, T, false).await.unwrap();
@@ -194,7 +194,7 @@ fn a_reply_lost_after_apply_leaves_the_node_created() {
 #[test]
 fn a_read_on_a_slow_follower_is_stale_until_sync() {
     let mut checked = 0;
-    for seed in 0..20 {
+    for seed in zkh_sim::seed::seeds(0..20) {
         let on_follower = run_seed(seed, 300, |seed| async move {
             let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
             let writer = cluster.add_client(0, T, false).await.unwrap();
@@ -236,7 +236,7 @@ fn a_read_on_a_slow_follower_is_stale_until_sync() {
 
 #[test]
 fn kill_session_expires_on_the_client_only_until_the_server_timeout() {
-    for seed in 0..10 {
+    for seed in zkh_sim::seed::seeds(0..10) {
         run_seed(seed, 300, |seed| async move {
             let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
             let killed = cluster.add_client(0, T, true).await.unwrap();

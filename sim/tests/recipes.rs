@@ -43,7 +43,7 @@ fn sweep(name: &str, run: impl Fn(u64) -> WorkloadOutcome) {
     let count = seeds();
     let mut happened = BTreeSet::new();
     let mut sometimes = BTreeSet::new();
-    for seed in 0..count {
+    for seed in zkh_sim::seed::seeds(0..count) {
         let outcome = run(seed);
         if let Some(violation) = outcome.violation() {
             panic!(
@@ -72,7 +72,7 @@ fn sweep(name: &str, run: impl Fn(u64) -> WorkloadOutcome) {
 
 /// The first seed, below `within`, whose run violates `property`.
 fn caught(within: u64, property: &str, run: impl Fn(u64) -> WorkloadOutcome) -> u64 {
-    for seed in 0..within {
+    for seed in zkh_sim::seed::seeds(0..within) {
         if !run(seed).finding(property).holds {
             return seed;
         }
@@ -149,7 +149,7 @@ fn unfenced_is_caught_by_mutual_exclusion_within_20_seeds() {
     });
     println!("unfenced: mutual exclusion violated at seed {seed}");
     // The same pauses against a fenced resource: the stale writes are refused.
-    for seed in 0..20 {
+    for seed in zkh_sim::seed::seeds(0..20) {
         let outcome = run_seed(seed, 600, |s| {
             workload::stock(s, LockVariant::Correct, WorkloadConfig::default(), pauses())
         });
@@ -355,7 +355,7 @@ fn crash_run(variant: JobVariant, seed: u64, crash_at_ms: u64) -> WorkloadOutcom
 /// The first seed below `within` where `variant` violates `property` with the crash at
 /// `crash_at_ms`; the correct recipe holds everything on those seeds.
 fn caught_in_crash(variant: JobVariant, property: &str, crash_at_ms: u64, within: u64) -> u64 {
-    for seed in 0..within {
+    for seed in zkh_sim::seed::seeds(0..within) {
         let correct = crash_run(JobVariant::Correct, seed, crash_at_ms);
         assert!(
             correct.violation().is_none(),
