@@ -56,6 +56,12 @@ impl Server {
                             .copied();
                         match timeout {
                             Some(timeout_ms) => {
+                                // ZooKeeper keeps watches per connection: a new connection of a
+                                // session starts with none, and the client's `SetWatches`
+                                // registers what it still holds. Watches left from an earlier
+                                // connection to this server would fire a second time an event
+                                // the client already had, or will have from `SetWatches`.
+                                lock(&self.shared.disk).model.forget_watches(session);
                                 self.connected.insert(session, (client, conn));
                                 self.touch(session, now);
                                 self.send_client(
