@@ -29,6 +29,13 @@
 //!   claimed (the claim keeps it to one run). A cycle that reads an item's owner while the
 //!   leader is resetting it (the node is missing) waits for the sharding and reads every
 //!   owner again (see [`JobVariant::UncoveredReshard`]).
+//! - **Two shardings at once** (not in Elastic-Job): a leader deposed in the middle of its
+//!   sharding goes on with it (Elastic-Job checks leadership once, before it starts), and the
+//!   new leader shards too. The later one's resets may delete the owners the earlier one
+//!   wrote, and its write then fails whole, for the flag is gone. It raises `necessary` again,
+//!   so that the next sharding writes owners; without that, every instance found an item
+//!   without an owner and no sharding pending, forever (issue 37: four seeds in 30,000 of the
+//!   harsh-random job scenario; `scenarios/regressions/job-harsh-random-items-without-owner.toml`).
 //! - **Crash listener** (`JobCrashedJobListener`, on every instance): when an instance leaves
 //!   `instances`, mark each item it owned (or had taken over) in `leader/failover/items`, raise
 //!   `necessary`, and fail over.

@@ -154,18 +154,25 @@ impl JobMachine {
             // sharding, or the flag went: CheckNecessary (queued next) decides what to read.
             (
                 Task::WriteSharding(cycle, _, moved),
-                Ok(_) | Err(ZkError::NodeExists | ZkError::NoNode),
+                result @ (Ok(_) | Err(ZkError::NodeExists | ZkError::NoNode)),
             ) => {
                 // Whoever ran this cycle before the new sharding read the old one: an item it
                 // moved may have passed both its old owner and its new one. Run each now, for
                 // this cycle, unless someone claimed it (the claim keeps it to one run). With
                 // the write's reply lost, this sharding may be ours: run them all the same.
                 let via = Via::Sharding;
-                self.then(
-                    moved
-                        .into_iter()
-                        .map(|item| Task::ReadClaim { item, cycle, via }),
-                );
+                let claims = moved
+                    .into_iter()
+                    .map(|item| Task::ReadClaim { item, cycle, via });
+                if matches!(result, Err(ZkError::NoNode)) {
+                    // Nothing of the write applied and the flag is gone: another sharding went
+                    // through while this one reset the owners, which deleted some of its
+                    // owners. Raise the flag again, so that the leader shards once more (see
+                    // the module docs, "two shardings at once").
+                    self.then([Task::SetNecessary].into_iter().chain(claims));
+                } else {
+                    self.then(claims);
+                }
             }
             (Task::ReadOwner(cycle, item), Ok(Response::Data(data, stat))) => {
                 if data == self.instance.as_bytes() {
