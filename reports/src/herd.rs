@@ -97,14 +97,21 @@ impl Herd {
     }
 }
 
-const COLOURS: [&str; 6] = [
-    "#31a354", "#d7191c", "#3182bd", "#e6550d", "#756bb1", "#636363",
+const COLOURS: [&str; 12] = [
+    "#31a354", "#d7191c", "#3182bd", "#e6550d", "#756bb1", "#636363", "#e7298a", "#66a61e",
+    "#1b9e77", "#a6761d", "#7570b3", "#17becf",
 ];
 
 /// An SVG chart of waiters woken per release (mean, with the maximum as a thin bar) against
 /// clients waiting, one series per `(name, herd)`, with the herd-free line at 1.
 pub fn chart(series: &[(&str, &Herd)]) -> String {
-    let (width, height, left, bottom, top, right) = (460.0, 260.0, 44.0, 36.0, 14.0, 150.0);
+    let (width, left, bottom, top, right) = (460.0, 44.0, 36.0, 14.0, 150.0);
+    let plot_h = 210.0;
+    // The legend takes 30 px a series: a sweep of the whole catalogue has a dozen locks.
+    let height = f64::max(
+        top + plot_h + bottom,
+        top + 8.0 + series.len() as f64 * 30.0,
+    );
     let max_waiting = series
         .iter()
         .flat_map(|(_, h)| h.by_waiting.iter().map(|b| b.waiting))
@@ -119,7 +126,6 @@ pub fn chart(series: &[(&str, &Herd)]) -> String {
         .max(max_waiting)
         .max(2);
     let plot_w = width - left - right;
-    let plot_h = height - top - bottom;
     let x = |waiting: f64| left + waiting / max_waiting as f64 * plot_w;
     let y = |woken: f64| top + plot_h - woken / max_woken as f64 * plot_h;
     let mut svg = String::new();
@@ -164,7 +170,7 @@ pub fn chart(series: &[(&str, &Herd)]) -> String {
         top + plot_h,
         left + plot_w,
         left + plot_w / 2.0,
-        height - 6.0,
+        top + plot_h + 30.0,
         top + plot_h / 2.0,
         top + plot_h / 2.0,
         y1 = y(1.0),
