@@ -563,3 +563,35 @@ fn a_failover_that_finds_the_item_run_and_owned_by_a_live_instance_is_done() {
     );
     assert!(machine.takes_over("0"));
 }
+
+/// Two shardings at once (issue 37): this one's resets deleted the other's owners, and its
+/// write fails whole because the other took the flag. Raising the flag again makes the next
+/// sharding write owners; without it every instance found items without owners, forever.
+#[test]
+fn a_sharding_whose_write_finds_the_flag_gone_raises_it_again() {
+    let owners = vec![Some("a".to_owned())];
+    let (mut machine, out) = running(CYCLE, 2, Task::WriteSharding(2, owners, Vec::new()));
+    assert!(matches!(job_op(&out).1, Request::Multi(_)), "{out:?}");
+    let next = reply(&mut machine, &out, Err(ZkError::NoNode));
+    assert_eq!(
+        job_op(&next).1,
+        Request::Create {
+            path: "/job/leader/sharding/necessary".into(),
+            data: Vec::new(),
+            mode: CreateMode::Persistent,
+        },
+        "the flag is raised again"
+    );
+    let (mut machine, out) = running(
+        CYCLE,
+        2,
+        Task::WriteSharding(2, vec![Some("a".to_owned())], Vec::new()),
+    );
+    let next = reply(&mut machine, &out, Err(ZkError::NodeExists));
+    assert!(
+        !ops(&next)
+            .iter()
+            .any(|(_, request)| matches!(request, Request::Create { path, .. } if path.ends_with("/necessary"))),
+        "a write applied already (its reply lost) raises nothing"
+    );
+}
