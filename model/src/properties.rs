@@ -170,7 +170,6 @@ pub fn without_summaries<T>(judge: impl FnOnce() -> T) -> T {
     judge()
 }
 
-/// Accepted side effects on `resource`, in order: (time, client, token, detail).
 /// The accepted side effects on `resource`: (place in the history, time, client, token,
 /// detail).
 fn accepted<'a>(
@@ -368,11 +367,18 @@ fn waking_transactions(history: &impl Entries, dir: &str) -> BTreeMap<i64, Wakin
         }
         match &entry.event {
             HistoryEvent::Watch { client, event } if under(&event.path) => {
-                let waiters = waiting.values().filter(|paths| !paths.is_empty()).count();
+                let known = event.zxid != zkh_recipes::WatchedEvent::NO_ZXID;
+                // How many wait, read only for a transaction's first event (a model checker
+                // judges this at every state), and before this waiter stops waiting.
+                let waiters = if known && !woken.contains_key(&event.zxid) {
+                    waiting.values().filter(|paths| !paths.is_empty()).count()
+                } else {
+                    0
+                };
                 let was_waiting = waiting
                     .get_mut(client)
                     .is_some_and(|paths| paths.remove(event.path.as_str()));
-                if was_waiting && event.zxid != zkh_recipes::WatchedEvent::NO_ZXID {
+                if was_waiting && known {
                     let waking = woken.entry(event.zxid).or_insert_with(|| Waking {
                         clients: BTreeSet::new(),
                         waiting: waiters,

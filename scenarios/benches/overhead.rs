@@ -37,20 +37,10 @@ fn main() {
     use zkh_recipes::master::MasterVariant;
     use zkh_scenarios::runner;
     use zkh_scenarios::scenario::load;
-    use zkh_sim::fault::FaultPlan;
     use zkh_sim::run::run_seed;
     use zkh_sim::sharded::{sharded_job, ShardedConfig};
-    use zkh_sim::standard::harsh_plan;
+    use zkh_sim::standard::recipe_plan;
     use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
-
-    /// The plan of `sim/tests/recipes.rs`: the harsh plan with 6 s pauses, 0.2 a second.
-    fn recipe_plan() -> FaultPlan {
-        let mut plan = harsh_plan();
-        let random = plan.random.as_mut().expect("the harsh plan is random");
-        random.pause_ms = 6000;
-        random.pause_client_per_s = 0.2;
-        plan
-    }
 
     fn direct(recipe: &str, seed: u64) -> WorkloadOutcome {
         let config = WorkloadConfig::default();

@@ -16,19 +16,8 @@ fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn zkharness(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_zkharness"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .current_dir(manifest())
-        .output()
-        .expect("zkharness runs");
-    (
-        output.status.code().expect("an exit code"),
-        String::from_utf8(output.stdout).expect("utf-8"),
-        String::from_utf8(output.stderr).expect("utf-8"),
-    )
-}
+mod common;
+use common::zkharness;
 
 /// A folder for this test's files, kept after the test (the screenshot is looked at).
 fn output_dir(name: &str) -> PathBuf {

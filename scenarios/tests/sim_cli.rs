@@ -10,24 +10,8 @@ use std::process::Command;
 use zkh_scenarios::runner;
 use zkh_scenarios::scenario::load;
 
-fn zkharness(args: &[&str]) -> (i32, String, String) {
-    zkharness_with_env(args, &[])
-}
-
-fn zkharness_with_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_zkharness"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .envs(env.iter().copied())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("zkharness runs");
-    (
-        output.status.code().expect("an exit code"),
-        String::from_utf8(output.stdout).expect("utf-8"),
-        String::from_utf8(output.stderr).expect("utf-8"),
-    )
-}
+mod common;
+use common::{zkharness, zkharness_with_env};
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("zkh-{name}-{}", std::process::id()));

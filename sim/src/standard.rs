@@ -65,6 +65,21 @@ pub fn harsh_plan() -> FaultPlan {
     }
 }
 
+/// The harsh plan with pauses longer than the session timeout (6 s, 0.2 a second), so that a
+/// stale holder wakes up inside its critical section and a fenced resource has something to
+/// refuse: the recipes' random-fault sweep (`sim/tests/recipes.rs`, the catalogue's
+/// `*-harsh-random.toml`).
+pub fn recipe_plan() -> FaultPlan {
+    let mut plan = harsh_plan();
+    let random = plan
+        .random
+        .as_mut()
+        .expect("the harsh plan has random faults");
+    random.pause_ms = 6000;
+    random.pause_client_per_s = 0.2;
+    plan
+}
+
 /// What one run of the standard scenario gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {

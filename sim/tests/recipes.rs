@@ -16,20 +16,8 @@ use zkh_sim::fault::{
 };
 use zkh_sim::run::run_seed;
 use zkh_sim::sharded::{sharded_job, ShardedConfig};
-use zkh_sim::standard::harsh_plan;
+use zkh_sim::standard::{harsh_plan, recipe_plan};
 
-/// The harsh plan with pauses longer than the session timeout, so that a stale holder wakes up
-/// inside its critical section (and the fenced resource has something to refuse).
-fn recipe_plan() -> FaultPlan {
-    let mut plan = harsh_plan();
-    let random = plan
-        .random
-        .as_mut()
-        .expect("the harsh plan has random faults");
-    random.pause_ms = 6000;
-    random.pause_client_per_s = 0.2;
-    plan
-}
 use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
 
 fn seeds() -> u64 {

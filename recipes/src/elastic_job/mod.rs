@@ -34,8 +34,8 @@
 //!   new leader shards too. The later one's resets may delete the owners the earlier one
 //!   wrote, and its write then fails whole, for the flag is gone. It raises `necessary` again,
 //!   so that the next sharding writes owners; without that, every instance found an item
-//!   without an owner and no sharding pending, forever (issue 37: four seeds in 30,000 of the
-//!   harsh-random job scenario; `scenarios/regressions/job-harsh-random-items-without-owner.toml`).
+//!   without an owner and no sharding pending, forever (issue 37: four seeds of 100,000 of the
+//!   harsh-random job scenario; `scenarios/regressions/job-harsh-random-two-shardings.toml`).
 //! - **Crash listener** (`JobCrashedJobListener`, on every instance): when an instance leaves
 //!   `instances`, mark each item it owned (or had taken over) in `leader/failover/items`, raise
 //!   `necessary`, and fail over.
