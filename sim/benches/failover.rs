@@ -31,7 +31,7 @@ fn main() {
         simulated_ms += outcome.simulated_ms;
         failovers.push(
             outcome
-                .failover_ms
+                .failover_ms()
                 .expect("the standard scenario fails over without random faults"),
         );
     }

@@ -87,41 +87,88 @@ pub struct Outcome {
     pub history_hash: u64,
     /// History entries.
     pub history_len: usize,
-    /// From client 0's crash to client 1 seeing it is first, if it did within the bound.
-    pub failover_ms: Option<u64>,
+    /// How the failover went.
+    pub failover: Failover,
     /// Simulated time of the whole run.
     pub simulated_ms: u64,
 }
 
-/// How many times a waiter retries after an indefinite error before it gives up.
-const RETRIES: u32 = 200;
+impl Outcome {
+    /// From client 0's crash to another client seeing it is first, if that happened.
+    pub fn failover_ms(&self) -> Option<u64> {
+        match self.failover {
+            Failover::Done { after_ms } => Some(after_ms),
+            Failover::NoWaiterLeft { .. } | Failover::NotWithinBound => None,
+        }
+    }
+}
+
+/// How the failover went: done, impossible because no waiter was left to take over (their
+/// sessions ended, which the faults may do: not the pattern's fault), or not within the bound
+/// with waiters still waiting (the liveness failure).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failover {
+    /// A waiter saw it was first, `after_ms` after the crash.
+    Done {
+        /// From the crash to the first report, simulated milliseconds.
+        after_ms: u64,
+    },
+    /// Every waiter ended before any saw it was first: client by client, why.
+    NoWaiterLeft {
+        /// Each waiting client and why it stopped, by client id.
+        ended: Vec<(u32, WaiterEnd)>,
+    },
+    /// [`FAILOVER_BOUND_MS`] passed and no waiter saw it was first, although some were still
+    /// waiting.
+    NotWithinBound,
+}
+
+/// Why a waiter stopped without becoming first. None of these is the harness giving up: a
+/// waiter retries indefinite errors until the run's bound, and stops only when its session can
+/// no longer take over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaiterEnd {
+    /// Its node could not be created (the create's error).
+    NotCreated(ZkError),
+    /// Its session ended (expired or closed): its ephemeral node is gone with it.
+    SessionEnded,
+    /// Its node is no longer among the children: its session ended on the servers.
+    NodeGone,
+}
+
+/// How long a retry waits after an indefinite error (a lost connection).
+const RETRY_PAUSE_MS: u64 = 100;
 
 /// Waits until this client's node is the first under `/latch`, watching only its predecessor.
-/// Returns false if the session is gone or the retries ran out.
+/// Retries indefinite errors (ConnectionLoss, which a client that is not connected returns at
+/// once) every [`RETRY_PAUSE_MS`] until `deadline`. Returns `Ok` when it is first,
+/// `Err(Some(why))` when its session can no longer take over, and `Err(None)` at `deadline`.
 async fn wait_until_first(
     client: &SimClient,
     own: &str,
     history: &Arc<Mutex<History>>,
     net_now: impl Fn() -> u64,
-) -> bool {
+    deadline: madsim::time::Instant,
+) -> Result<(), Option<WaiterEnd>> {
     let own_name = own
         .rsplit('/')
         .next()
         .expect("a path has a last segment")
         .to_owned();
-    for _ in 0..RETRIES {
+    let retry = || madsim::time::sleep(Duration::from_millis(RETRY_PAUSE_MS));
+    while now() < deadline {
         let children = match client.get_children("/latch", false).await {
             Ok((children, _)) => children,
-            Err(error) if error.is_terminal() => return false,
+            Err(error) if error.is_terminal() => return Err(Some(WaiterEnd::SessionEnded)),
             Err(_) => {
-                madsim::time::sleep(Duration::from_millis(100)).await;
+                retry().await;
                 continue;
             }
         };
         let mut sorted: Vec<&String> = children.iter().collect();
         sorted.sort_by_key(|name| sequence_suffix(name));
         let Some(position) = sorted.iter().position(|name| **name == own_name) else {
-            return false;
+            return Err(Some(WaiterEnd::NodeGone));
         };
         if position == 0 {
             let role = HistoryEvent::Role {
@@ -130,7 +177,7 @@ async fn wait_until_first(
                 token: None,
             };
             crate::log::record(history, net_now(), role);
-            return true;
+            return Ok(());
         }
         let predecessor = format!("/latch/{}", sorted[position - 1]);
         match client.exists(&predecessor, true).await {
@@ -138,26 +185,32 @@ async fn wait_until_first(
             // Any event, a watch or a session change, is a reason to look again.
             Ok(Some(_)) => {
                 if client.next_event().await.is_none() {
-                    return false;
+                    return Err(Some(WaiterEnd::SessionEnded));
                 }
             }
-            Err(error) if error.is_terminal() => return false,
-            Err(_) => madsim::time::sleep(Duration::from_millis(100)).await,
+            Err(error) if error.is_terminal() => return Err(Some(WaiterEnd::SessionEnded)),
+            Err(_) => retry().await,
         }
     }
-    false
+    Err(None)
 }
+
+/// How many times the set-up's creates retry a lost connection. They run before any random
+/// fault, so only a triggered fault can make one retry at all.
+const CREATE_RETRIES: u32 = 200;
 
 async fn create_with_retry(
     client: &SimClient,
     path: &str,
     mode: CreateMode,
 ) -> Result<String, ZkError> {
-    for _ in 0..RETRIES {
+    for _ in 0..CREATE_RETRIES {
         match client.create(path, b"", mode).await {
             Ok(created) => return Ok(created.path),
             Err(ZkError::NodeExists) => return Ok(path.to_owned()),
-            Err(ZkError::ConnectionLoss) => madsim::time::sleep(Duration::from_millis(100)).await,
+            Err(ZkError::ConnectionLoss) => {
+                madsim::time::sleep(Duration::from_millis(RETRY_PAUSE_MS)).await
+            }
             Err(error) => return Err(error),
         }
     }
@@ -186,47 +239,80 @@ pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) 
     create_with_retry(&clients[0], "/latch", CreateMode::Persistent)
         .await
         .expect("create /latch");
-    // Every waiter reports when it becomes first; the failover is the first report.
-    let (first_tx, mut first_rx) = tokio::sync::mpsc::unbounded_channel();
+    // Every waiter reports how it ended; the failover is the first report of a waiter that is
+    // first. The set-up's failures count as waiters that ended.
+    let (report_tx, mut report_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut ended = Vec::new();
+    let mut waiting = 0;
+    // The waiters' deadline: the failover bound, counted from the crash 1 s from now.
+    let deadline = now() + Duration::from_millis(1000 + FAILOVER_BOUND_MS);
     for (id, client) in clients.iter().enumerate() {
+        let id = id as u32;
         // Each node is created before the next client's, so client 0 is first in line.
-        let own = create_with_retry(client, "/latch/n-", CreateMode::EphemeralSequential).await;
-        let Ok(own) = own else { continue };
+        let own =
+            match create_with_retry(client, "/latch/n-", CreateMode::EphemeralSequential).await {
+                Ok(own) => own,
+                Err(error) => {
+                    if id != 0 {
+                        ended.push((id, WaiterEnd::NotCreated(error)));
+                    }
+                    continue;
+                }
+            };
         if id == 0 {
             continue;
         }
+        waiting += 1;
         let (client, history, net) = (
             client.clone(),
             cluster.history_handle(),
             Arc::clone(cluster.net()),
         );
-        let first_tx = first_tx.clone();
-        cluster.spawn_on_client(id as u32, async move {
-            if wait_until_first(&client, &own, &history, || net.now_us()).await {
-                let _ = first_tx.send(now());
-            }
+        let report_tx = report_tx.clone();
+        cluster.spawn_on_client(id, async move {
+            let end = wait_until_first(&client, &own, &history, || net.now_us(), deadline).await;
+            let _ = report_tx.send((id, now(), end));
         });
     }
-    drop(first_tx);
+    drop(report_tx);
     madsim::time::sleep(Duration::from_millis(1000)).await;
     let crashed_at = now();
     cluster.inject(&Fault::CrashClient { client: 0 }).await;
     let fault_phase = cluster.run_faults(&plan, FAILOVER_BOUND_MS);
+    let first_or_none_left = async move {
+        while waiting > 0 {
+            match report_rx.recv().await {
+                Some((_, at, Ok(()))) => return Ok(at),
+                Some((id, _, Err(Some(why)))) => {
+                    ended.push((id, why));
+                    waiting -= 1;
+                }
+                // At the deadline, the fault phase ends too.
+                Some((_, _, Err(None))) | None => std::future::pending::<()>().await,
+            }
+        }
+        ended.sort_unstable_by_key(|(id, _)| *id);
+        Err(ended)
+    };
     let failover = tokio::select! {
         // Branches are polled in order: the default random order would be entropy from outside
         // the seed.
         biased;
-        first = first_rx.recv() => first,
-        () = fault_phase => None,
+        first = first_or_none_left => match first {
+            Ok(at) => Failover::Done {
+                after_ms: at.duration_since(crashed_at).as_millis() as u64,
+            },
+            Err(ended) => Failover::NoWaiterLeft { ended },
+        },
+        () = fault_phase => Failover::NotWithinBound,
     };
-    let failover_ms = failover.map(|at| at.duration_since(crashed_at).as_millis() as u64);
     cluster.heal();
     madsim::time::sleep(Duration::from_millis(AFTER_FAILOVER_MS)).await;
     let history = cluster.history();
     let outcome = Outcome {
         history_hash: history.stable_hash(),
         history_len: history.len(),
-        failover_ms,
+        failover,
         simulated_ms: start.elapsed().as_millis() as u64,
     };
     (outcome, history)

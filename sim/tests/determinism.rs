@@ -34,7 +34,7 @@ fn every_seed_replays_identically() {
             "seed {seed} recorded only {} entries",
             first.history_len
         );
-        failovers += u64::from(first.failover_ms.is_some());
+        failovers += u64::from(first.failover_ms().is_some());
     }
     println!("determinism: {count} seeds, each run twice with identical history hashes; {failovers} failed over");
     assert!(
