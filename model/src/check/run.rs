@@ -242,9 +242,17 @@ pub fn check_searched<W: Workload>(
         match found {
             Some(path) => violation.path = shortest(model, violation.property, &path),
             None => {
-                // Too deep to shorten breadth first: take runs of steps out of it instead.
+                // Too deep to shorten breadth first: take runs of steps out of it instead, in
+                // the model the search found it in. Where the search reduced by symmetry, the
+                // partial-order reduction delivered first the news of the client the canonical
+                // renaming puts first, not the lowest-numbered one, so the path's steps are
+                // the ones that model lists, not always the ones `model` lists.
                 let found = std::mem::take(&mut violation.path);
-                violation.path = shrink(model, violation.property, found);
+                let searched = RecipeModel {
+                    symmetric: symmetric(model, limits),
+                    ..model.clone()
+                };
+                violation.path = shrink(&searched, violation.property, found);
                 violation.shortest = false;
             }
         }
