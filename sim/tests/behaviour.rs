@@ -13,7 +13,7 @@ use madsim::time::sleep;
 use zkh_recipes::{CreateMode, EventType, SessionEvent, ZkClient, ZkError};
 use zkh_sim::clock::now;
 use zkh_sim::cluster::{Cluster, ClusterConfig};
-use zkh_sim::fault::{Fault, ServerRef};
+use zkh_sim::fault::{Fault, NodeRef, ServerRef};
 use zkh_sim::run::run_seed;
 
 const TICK: u64 = 2000;
@@ -278,4 +278,69 @@ fn kill_session_expires_on_the_client_only_until_the_server_timeout() {
             );
         });
     }
+}
+
+/// A follower that joins while a proposal waits for acks gets the proposal after the
+/// leader's snapshot, as ZooKeeper's leader forwards its outstanding proposals to a learner
+/// it has synced, and acks it. Found by seed 76046 of the harsh-random sharded job (issue 37):
+/// both followers resynced while a write waited, nobody ever acked it, and every write behind
+/// it waited for ever. Here one follower is down when the write is proposed and the other is
+/// cut off: the write commits once the first is back, not when the second's link heals.
+#[test]
+fn a_write_waiting_for_acks_commits_once_a_follower_rejoins() {
+    let mut checked = 0;
+    for seed in zkh_sim::seed::seeds(0..20) {
+        let committed_after_ms = run_seed(seed, 300, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            let writer = cluster.add_client(0, T, false).await.unwrap();
+            let leader = cluster.leader().expect("a leader");
+            if writer.connected_server() != Some(leader) {
+                return None;
+            }
+            let followers: Vec<u32> = (1..=3).filter(|id| *id != leader).collect();
+            let (down, cut) = (followers[0], followers[1]);
+            let kill = Fault::KillServer {
+                server: ServerRef::Id(down),
+            };
+            cluster.inject(&kill).await;
+            writer
+                .create("/one", b"", CreateMode::Persistent)
+                .await
+                .expect("the leader and the other follower commit it");
+            let partition = Fault::Partition {
+                a: [NodeRef::Server(ServerRef::Id(cut))].into(),
+                b: [NodeRef::Server(ServerRef::Id(leader))].into(),
+                one_way: false,
+                duration_ms: 20_000,
+            };
+            cluster.inject(&partition).await;
+            let pending = {
+                let writer = writer.clone();
+                madsim::task::spawn(async move {
+                    writer.create("/two", b"", CreateMode::Persistent).await
+                })
+            };
+            sleep(Duration::from_millis(200)).await;
+            let restarted = now();
+            let restart = Fault::RestartServer {
+                server: ServerRef::Id(down),
+            };
+            cluster.inject(&restart).await;
+            let created = pending.await.expect("the write's task ends");
+            assert_eq!(created.map(|c| c.path), Ok("/two".into()), "seed {seed}");
+            Some(now().duration_since(restarted).as_millis() as u64)
+        });
+        if let Some(after_ms) = committed_after_ms {
+            assert!(
+                after_ms < 5_000,
+                "seed {seed}: the write waited {after_ms} ms after the follower rejoined: it committed only when the cut follower's link healed"
+            );
+            checked += 1;
+        }
+    }
+    println!("a waiting write commits once a follower rejoins: checked on {checked} of 20 seeds");
+    assert!(
+        checked >= 3,
+        "only {checked} of 20 seeds put the writer on the leader"
+    );
 }

@@ -32,10 +32,15 @@
 //! - **Two shardings at once** (not in Elastic-Job): a leader deposed in the middle of its
 //!   sharding goes on with it (Elastic-Job checks leadership once, before it starts), and the
 //!   new leader shards too. The later one's resets may delete the owners the earlier one
-//!   wrote, and its write then fails whole, for the flag is gone. It raises `necessary` again,
-//!   so that the next sharding writes owners; without that, every instance found an item
-//!   without an owner and no sharding pending, forever (issue 37: four seeds of 100,000 of the
-//!   harsh-random job scenario; `scenarios/regressions/job-harsh-random-two-shardings.toml`).
+//!   wrote, and its write then fails whole: on the flag, which the earlier write deleted
+//!   (`NoNode`), or on an owner the earlier write made after this one's reset of that item
+//!   (`NodeExists`). On `NoNode` it raises `necessary` again, so that the next sharding writes
+//!   owners; on `NodeExists` (which its own write, its reply lost and retried, also gives) it
+//!   asks whether each item has an owner, and raises the flag at the first that has none.
+//!   Without that, every instance found an item without an owner and no sharding pending,
+//!   forever (issue 37: ten seeds of 100,000 of the harsh-random job scenario;
+//!   `scenarios/regressions/job-harsh-random-two-shardings.toml` and
+//!   `job-harsh-random-owners-reset-by-a-later-sharding.toml`).
 //! - **Crash listener** (`JobCrashedJobListener`, on every instance): when an instance leaves
 //!   `instances`, mark each item it owned (or had taken over) in `leader/failover/items`, raise
 //!   `necessary`, and fail over.

@@ -164,16 +164,30 @@ impl JobMachine {
                 let claims = moved
                     .into_iter()
                     .map(|item| Task::ReadClaim { item, cycle, via });
-                if matches!(result, Err(ZkError::NoNode)) {
+                match result {
                     // Nothing of the write applied and the flag is gone: another sharding went
                     // through while this one reset the owners, which deleted some of its
                     // owners. Raise the flag again, so that the leader shards once more (see
                     // the module docs, "two shardings at once").
-                    self.then([Task::SetNecessary].into_iter().chain(claims));
-                } else {
-                    self.then(claims);
+                    Err(ZkError::NoNode) => {
+                        self.then([Task::SetNecessary].into_iter().chain(claims))
+                    }
+                    // Nothing of the write applied, for an owner was there: this write's own,
+                    // its reply lost, or another sharding's, which this one's resets may have
+                    // come after, deleting some of its owners (the flag, which that write
+                    // deleted, gone with them). Is every item owned?
+                    Err(_) if self.items > 0 => {
+                        self.then([Task::CheckOwned(0)].into_iter().chain(claims))
+                    }
+                    _ => self.then(claims),
                 }
             }
+            (Task::CheckOwned(item), Ok(Response::Exists(Some(_)))) => {
+                if item + 1 < self.items {
+                    self.then([Task::CheckOwned(item + 1)]);
+                }
+            }
+            (Task::CheckOwned(_), Ok(Response::Exists(None))) => self.then([Task::SetNecessary]),
             (Task::ReadOwner(cycle, item), Ok(Response::Data(data, stat))) => {
                 if data == self.instance.as_bytes() {
                     let token = stat.czxid;

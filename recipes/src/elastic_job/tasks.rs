@@ -49,6 +49,9 @@ pub(super) enum Task {
     /// to another (filled in by [`Task::ReadOldOwner`]), which this leader then runs itself.
     WriteSharding(u64, Vec<Option<String>>, Vec<u32>),
     ReadOwner(u64, u32),
+    /// After a sharding's write found an owner there already: has `item` an owner? (asked of
+    /// each item in turn until one has none, which raises `necessary` again)
+    CheckOwned(u32),
     /// Is `owner`, which the sharding names for `item`, still registered? Asked by a cycle of
     /// an item it does not own (`via` sharding), and by a failover once the item has run for
     /// its cycle (`via` failover).
@@ -144,6 +147,10 @@ impl JobMachine {
                 Request::Multi(ops)
             }
             Task::ReadOwner(_, item) => read(self.paths.owner(*item)),
+            Task::CheckOwned(item) => Request::Exists {
+                path: self.paths.owner(*item),
+                watch: false,
+            },
             Task::CheckOwnerAlive { owner, .. } => Request::Exists {
                 path: self.paths.instance(owner),
                 watch: false,

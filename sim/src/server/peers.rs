@@ -46,8 +46,24 @@ impl Server {
                 if let Role::Leading(leader) = &mut self.role {
                     leader.followers_heard.insert(from, now);
                     let epoch = leader.epoch;
+                    // The snapshot holds what is committed; the proposals still in flight
+                    // follow it on the same link, as ZooKeeper's leader forwards its
+                    // outstanding proposals to a learner it has just synced. Without them, a
+                    // follower that joins (or resyncs) while proposals wait for acks never
+                    // acks them, and when every follower did so, the first waited for a
+                    // quorum for ever and every write behind it with it.
+                    let outstanding: Vec<Message> = (leader.proposals.iter())
+                        .map(|(zxid, (txn, _))| Message::Propose {
+                            epoch,
+                            zxid: *zxid,
+                            txn: txn.clone(),
+                        })
+                        .collect();
                     let snapshot = self.snapshot();
                     self.send(Addr::Server(from), Message::NewLeader { epoch, snapshot });
+                    for propose in outstanding {
+                        self.send(Addr::Server(from), propose);
+                    }
                 }
             }
             Message::NewLeader { epoch, snapshot } => self.adopt(from, epoch, *snapshot, now),
