@@ -186,7 +186,7 @@ fn the_correct_job_passes_every_schedule_with_two_preemptions_under_an_expiry() 
     passes("one preemption", &bounded(&correct, 1, 1000), 1_109_322);
     passes("two preemptions", &bounded(&correct, 2, 1000), 11_507_300);
     let standard = job(JobVariant::Correct, 2, 1, STANDARD);
-    passes("standard budget", &bounded(&standard, 0, 1000), 3_121_751);
+    passes("standard budget", &bounded(&standard, 0, 1000), 3_129_504);
 }
 
 #[test]

@@ -211,7 +211,7 @@ fn the_correct_job_survives_walks_with_three_instances_under_the_standard_budget
     let verdict = correct_job_walks(1_000);
     assert_eq!(
         (verdict.steps, verdict.unique_states),
-        (215_739, 198_282),
+        (215_811, 198_352),
         "the walks drifted"
     );
 }
@@ -224,7 +224,7 @@ fn twenty_thousand_walks_of_the_correct_job_with_three_instances() {
     let verdict = correct_job_walks(20_000);
     assert_eq!(
         (verdict.steps, verdict.unique_states),
-        (4_261_827, 3_602_905),
+        (4_262_510, 3_603_582),
         "the walks drifted"
     );
 }

@@ -7,7 +7,10 @@
 //! so at start, when every zxid is 0, the highest id wins (measured on a real ensemble). The new
 //! leader starts the next epoch (`zxid = epoch << 32`) and sends its committed state to the
 //! others, which **follow** it. A server that joins later learns the leader from anyone's answer
-//! to its vote and asks to join.
+//! to its vote and asks to join. A joining server gets the leader's committed state, then the
+//! proposals still waiting for a quorum, which it acknowledges like any other (ZooKeeper's
+//! leader forwards its outstanding proposals to a learner it has synced); a follower that
+//! missed a proposal joins again the same way.
 //!
 //! # Writes
 //!
