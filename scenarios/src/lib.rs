@@ -213,6 +213,8 @@ macro_rules! any_model {
 pub mod export;
 pub mod known_bad;
 pub mod logging;
+#[cfg(not(madsim))]
+pub mod real;
 /// The report types (defined once, in `zkh-reports`) and the commit this binary was built from.
 pub mod report {
     pub use zkh_reports::types::*;

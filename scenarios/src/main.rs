@@ -72,6 +72,14 @@ enum Command {
     /// Serve stateright's Explorer for a recipe's model on 127.0.0.1.
     #[command(after_help = exit::TABLE)]
     Explore(ExploreArgs),
+    /// Time the standard crash failover on a real three-server ZooKeeper ensemble that it
+    /// starts on 127.0.0.1 and stops (Debian's zookeeper package): five LeaderLatch processes,
+    /// 4 s sessions, the leader's process killed with SIGKILL (normal build only).
+    #[command(after_help = exit::TABLE)]
+    BenchReal(commands::BenchRealArgs),
+    /// One LeaderLatch participant on a real ensemble, as `bench-real` starts it.
+    #[command(hide = true)]
+    LatchParticipant(commands::ParticipantArgs),
 }
 
 #[derive(Args)]
@@ -298,6 +306,8 @@ fn main() -> ExitCode {
         Command::Explore(args) => {
             parse(&args.model).map(|recipe| any_model!(recipe, model => explore(model, args.port)))
         }
+        Command::BenchReal(args) => Ok(commands::bench_real(args)),
+        Command::LatchParticipant(args) => Ok(commands::latch_participant(args)),
     };
     match outcome {
         Ok(code) => code,

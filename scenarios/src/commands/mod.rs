@@ -10,6 +10,8 @@ use clap::Args;
 #[cfg(not(madsim))]
 use zkh_scenarios::report::exit;
 
+#[cfg(not(madsim))]
+mod real;
 #[cfg(madsim)]
 mod replay;
 mod report;
@@ -19,6 +21,62 @@ mod run;
 mod shrink;
 #[cfg(madsim)]
 mod sweep;
+
+/// `zkharness bench-real`.
+#[derive(Args)]
+pub struct BenchRealArgs {
+    /// Failovers to time, each with five fresh participant processes.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Write the figures as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `zkharness latch-participant` (started by `bench-real`).
+#[derive(Args)]
+pub struct ParticipantArgs {
+    /// The ensemble's connection string.
+    #[arg(long)]
+    pub connect: String,
+    /// The latch's directory.
+    #[arg(long)]
+    pub dir: String,
+    /// The participant's name.
+    #[arg(long)]
+    pub name: String,
+}
+
+/// `zkharness bench-real`: the real ensemble's failover, in the normal build.
+pub fn bench_real(args: BenchRealArgs) -> ExitCode {
+    #[cfg(not(madsim))]
+    return real::bench_real(args);
+    #[cfg(madsim)]
+    {
+        let _ = args;
+        without_sockets("bench-real")
+    }
+}
+
+/// `zkharness latch-participant`, in the normal build.
+pub fn latch_participant(args: ParticipantArgs) -> ExitCode {
+    #[cfg(not(madsim))]
+    return real::latch_participant(args);
+    #[cfg(madsim)]
+    {
+        let _ = args;
+        without_sockets("latch-participant")
+    }
+}
+
+#[cfg(madsim)]
+fn without_sockets(command: &str) -> ExitCode {
+    eprintln!(
+        "zkharness: `{command}` talks to a real ZooKeeper, which the simulated build cannot; \
+         run the normal build: cargo run --release -p zkh-scenarios --bin zkharness -- {command}"
+    );
+    ExitCode::from(zkh_scenarios::report::exit::BAD_INPUT)
+}
 
 /// `zkharness run`.
 #[derive(Args)]
