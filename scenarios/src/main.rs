@@ -72,6 +72,11 @@ enum Command {
     /// Serve stateright's Explorer for a recipe's model on 127.0.0.1.
     #[command(after_help = exit::TABLE)]
     Explore(ExploreArgs),
+    /// The simulator's speed beside a real ensemble's: the standard crash failover of five
+    /// LeaderLatch participants, simulated seed after seed and (unless --sim-only) on a real
+    /// three-server ensemble (bench-real), with the ratio of the medians.
+    #[command(after_help = exit::TABLE)]
+    Bench(commands::BenchArgs),
     /// Time the standard crash failover on a real three-server ZooKeeper ensemble that it
     /// starts on 127.0.0.1 and stops (Debian's zookeeper package): five LeaderLatch processes,
     /// 4 s sessions, the leader's process killed with SIGKILL (normal build only).
@@ -306,6 +311,7 @@ fn main() -> ExitCode {
         Command::Explore(args) => {
             parse(&args.model).map(|recipe| any_model!(recipe, model => explore(model, args.port)))
         }
+        Command::Bench(args) => Ok(commands::bench(args)),
         Command::BenchReal(args) => Ok(commands::bench_real(args)),
         Command::LatchParticipant(args) => Ok(commands::latch_participant(args)),
     };

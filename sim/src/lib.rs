@@ -31,6 +31,8 @@ pub mod clock;
 pub mod cluster;
 pub mod fault;
 #[cfg(madsim)]
+pub mod latch_failover;
+#[cfg(madsim)]
 pub mod log;
 #[cfg(madsim)]
 pub mod master;

@@ -10,6 +10,8 @@ use clap::Args;
 #[cfg(not(madsim))]
 use zkh_scenarios::report::exit;
 
+#[cfg(madsim)]
+mod bench;
 #[cfg(not(madsim))]
 mod real;
 #[cfg(madsim)]
@@ -21,6 +23,37 @@ mod run;
 mod shrink;
 #[cfg(madsim)]
 mod sweep;
+
+/// `zkharness bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Only the simulated side: no real ensemble.
+    #[arg(long)]
+    pub sim_only: bool,
+    /// A few seeds and one real run: to prove it works end to end, not to measure.
+    #[arg(long)]
+    pub quick: bool,
+    /// Simulated seeds (default 2,000; 50 with --quick).
+    #[arg(long)]
+    pub seeds: Option<u64>,
+    /// Real runs (default 5; 1 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: Option<u32>,
+    /// Write the figures as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `zkharness bench`, in the simulated build.
+pub fn bench(args: BenchArgs) -> ExitCode {
+    #[cfg(madsim)]
+    return bench::bench(args);
+    #[cfg(not(madsim))]
+    {
+        let _ = args;
+        without_simulator("bench")
+    }
+}
 
 /// `zkharness bench-real`.
 #[derive(Args)]

@@ -1,0 +1,39 @@
+//! `zkharness bench` (simulated build): the simulated failover of five LeaderLatch
+//! participants runs seed after seed, every seed fails over, and the JSON carries its figures.
+//! The real side (`bench-real`, normal build) has its own test, `tests/bench_real.rs`; the two
+//! together run from `scripts/test-all` as `scripts/zkharness bench --quick`.
+#![cfg(madsim)]
+
+mod common;
+
+use common::zkharness;
+
+#[test]
+fn bench_sim_only_times_the_simulated_failover_and_writes_its_figures() {
+    let json = std::env::temp_dir().join(format!("zkh-bench-{}.json", std::process::id()));
+    let json_arg = json.to_str().expect("a UTF-8 path");
+    let (code, stdout, stderr) =
+        zkharness(&["bench", "--sim-only", "--seeds", "20", "--json", json_arg]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
+    let text = std::fs::read_to_string(&json).expect("the JSON is written");
+    let _ = std::fs::remove_file(&json);
+    let figures: serde_json::Value = serde_json::from_str(&text).expect("the JSON parses");
+    assert_eq!(figures["format"], "zkharness-bench/1");
+    assert_eq!(figures["seeds"], 20);
+    let median = figures["sim_median_ms"].as_f64().expect("a median");
+    assert!(median > 0.0 && figures["sim_p90_ms"].as_f64() >= Some(median));
+    // The simulated failover waits for the crashed leader's session to expire, as a real one
+    // does: 4 s, give or take a tick of the expiry buckets.
+    let failover = figures["sim_failover_median_ms"]
+        .as_u64()
+        .expect("a failover");
+    assert!((2_600..=8_000).contains(&failover), "{failover} ms");
+    assert!(
+        figures.get("real").is_none(),
+        "--sim-only runs no real side"
+    );
+    assert!(
+        stdout.contains("| simulated (one thread) | 20 |"),
+        "{stdout}"
+    );
+}
