@@ -1,5 +1,6 @@
 //! `zkharness bench` (simulated build): the simulated failover of five LeaderLatch
-//! participants runs seed after seed, every seed fails over, and the JSON carries its figures.
+//! participants runs seed after seed, every seed fails over, every catalogue scenario is timed
+//! and every control reaches its bug, and the JSON carries the figures.
 //! The real side (`bench-real`, normal build) has its own test, `tests/bench_real.rs`; the two
 //! together run from `scripts/test-all` as `scripts/zkharness bench --quick`.
 #![cfg(madsim)]
@@ -12,8 +13,18 @@ use common::zkharness;
 fn bench_sim_only_times_the_simulated_failover_and_writes_its_figures() {
     let json = std::env::temp_dir().join(format!("zkh-bench-{}.json", std::process::id()));
     let json_arg = json.to_str().expect("a UTF-8 path");
-    let (code, stdout, stderr) =
-        zkharness(&["bench", "--sim-only", "--seeds", "20", "--json", json_arg]);
+    let (code, stdout, stderr) = zkharness(&[
+        "bench",
+        "--sim-only",
+        "--seeds",
+        "20",
+        "--catalog",
+        "catalog",
+        "--catalog-seeds",
+        "1",
+        "--json",
+        json_arg,
+    ]);
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
     let text = std::fs::read_to_string(&json).expect("the JSON is written");
     let _ = std::fs::remove_file(&json);
@@ -36,4 +47,27 @@ fn bench_sim_only_times_the_simulated_failover_and_writes_its_figures() {
         stdout.contains("| simulated (one thread) | 20 |"),
         "{stdout}"
     );
+    // Every catalogue file is either timed or, for a control, run to its bug.
+    let files = std::fs::read_dir("catalog")
+        .expect("the catalogue")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "toml"))
+        })
+        .count();
+    let scenarios = figures["scenarios"].as_array().expect("scenarios");
+    let variants = figures["variants"].as_array().expect("variants");
+    assert_eq!(scenarios.len() + variants.len(), files);
+    assert!(scenarios
+        .iter()
+        .all(|s| s["seeds_per_sec"].as_f64().is_some_and(|v| v > 0.0)));
+    assert!(!variants.is_empty(), "the catalogue has controls");
+    for variant in variants {
+        assert!(
+            variant["seeds_to_bug"].as_u64().is_some_and(|n| n >= 1),
+            "{variant}"
+        );
+        assert!(variant["time_to_bug_s"].as_f64().is_some(), "{variant}");
+        assert!(variant["property"].is_string(), "{variant}");
+    }
 }

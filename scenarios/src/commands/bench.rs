@@ -7,9 +7,13 @@
 //! ensemble it starts and stops. The table gives the median and p90 wall time of a run on each
 //! side and the ratio of the medians; `--json` writes them for CI to track.
 //!
-//! Not yet here (issue 35): seeds per second of every catalogue scenario, the time to the
-//! first bug of each known-bad variant, the peak memory of a long sweep, and the model
-//! checker's standard figures.
+//! Then the catalogue (`--catalog`, default `scenarios/catalog`; `bench_catalog.rs`): seeds per
+//! second of every correct scenario on one thread, and the time and seeds each positive
+//! control (a known-bad variant) needs to its first violation, the median of five sweeps from
+//! different starting seeds.
+//!
+//! Not yet here (issue 35): the model checker's time and states to each counterexample and its
+//! standard checks' speed, and the peak memory of a long sweep.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -36,6 +40,8 @@ struct Bench {
     real_median_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sim_vs_real_ratio: Option<f64>,
+    scenarios: Vec<super::bench_catalog::Speed>,
+    variants: Vec<super::bench_catalog::ToBug>,
 }
 
 pub(super) fn bench(args: BenchArgs) -> ExitCode {
@@ -77,7 +83,23 @@ pub(super) fn bench(args: BenchArgs) -> ExitCode {
         real: None,
         real_median_ms: None,
         sim_vs_real_ratio: None,
+        scenarios: Vec::new(),
+        variants: Vec::new(),
     };
+    let catalog_seeds = args
+        .catalog_seeds
+        .unwrap_or(if args.quick { 3 } else { 200 });
+    eprintln!(
+        "bench: the catalogue {}, {catalog_seeds} seeds of each correct scenario and each control to its first bug",
+        args.catalog.display()
+    );
+    match super::bench_catalog::measure(&args.catalog, catalog_seeds) {
+        Ok((speeds, to_bug)) => {
+            bench.scenarios = speeds;
+            bench.variants = to_bug;
+        }
+        Err(message) => return fail(&message),
+    }
     if !args.sim_only {
         let real = match real_side(runs) {
             Ok(real) => real,
@@ -156,6 +178,24 @@ fn print_table(bench: &Bench) {
         "simulated failover after the crash: median {} ms of simulated time",
         bench.sim_failover_median_ms
     );
+    println!();
+    println!("| scenario | seeds | seeds/s on one thread |");
+    println!("| --- | ---: | ---: |");
+    for speed in &bench.scenarios {
+        println!(
+            "| {} | {} | {:.0} |",
+            speed.scenario, speed.seeds, speed.seeds_per_sec
+        );
+    }
+    println!();
+    println!("| known-bad variant (control) | property | time to bug, s | seeds to bug |");
+    println!("| --- | --- | ---: | ---: |");
+    for bug in &bench.variants {
+        println!(
+            "| {} | {} | {:.3} | {} |",
+            bug.scenario, bug.property, bug.time_to_bug_s, bug.seeds_to_bug
+        );
+    }
     if let (Some(ratio), Some(real)) = (bench.sim_vs_real_ratio, &bench.real) {
         println!(
             "the simulator is {ratio:.0} times faster than the real ensemble (medians), on {}",

@@ -12,6 +12,8 @@ use zkh_scenarios::report::exit;
 
 #[cfg(madsim)]
 mod bench;
+#[cfg(madsim)]
+mod bench_catalog;
 #[cfg(not(madsim))]
 mod real;
 #[cfg(madsim)]
@@ -39,6 +41,13 @@ pub struct BenchArgs {
     /// Real runs (default 5; 1 with --quick).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: Option<u32>,
+    /// The catalogue to time: seeds per second of each correct scenario, and each positive
+    /// control's time to its first violation.
+    #[arg(long, value_name = "DIR", default_value = "scenarios/catalog")]
+    pub catalog: PathBuf,
+    /// Seeds of each correct catalogue scenario (default 200; 3 with --quick).
+    #[arg(long)]
+    pub catalog_seeds: Option<u64>,
     /// Write the figures as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -26,7 +26,7 @@ use super::{invocation, repro, SweepArgs};
 use crate::say;
 
 /// The scenario files named by `paths`: files as given, folders' `*.toml` files in name order.
-fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub(super) fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
     for path in paths {
         if path.is_dir() {
