@@ -2,7 +2,7 @@
 //!
 //! Reports, for a release build, the median wall time per seed, seeds per second per core, and
 //! simulated seconds per wall second. The anchor: the same scenario on a real ensemble takes
-//! 8.0 to 10.4 s of wall time (zk-facts.md).
+//! about 6 s of wall time (`zkharness bench`, docs/performance.md).
 //!
 //! Run it with the command in the README:
 //! `RUSTFLAGS="--cfg madsim" cargo bench -p zkh-sim --bench failover`.
