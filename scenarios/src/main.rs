@@ -315,12 +315,30 @@ fn main() -> ExitCode {
         Command::BenchReal(args) => Ok(commands::bench_real(args)),
         Command::LatchParticipant(args) => Ok(commands::latch_participant(args)),
     };
+    report_peak_memory();
     match outcome {
         Ok(code) => code,
         Err(message) => {
             eprintln!("zkharness: {message}");
             ExitCode::from(BAD_INPUT)
         }
+    }
+}
+
+/// With `ZKH_PEAK_RSS_FILE` set (by `zkharness bench`, which runs sweeps and checks as child
+/// processes), writes this process's peak resident memory in KiB there as it ends: `VmHWM`,
+/// the high-water mark of `/proc/self/status`.
+fn report_peak_memory() {
+    let Some(path) = std::env::var_os("ZKH_PEAK_RSS_FILE") else {
+        return;
+    };
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let peak = status
+        .lines()
+        .find(|line| line.starts_with("VmHWM:"))
+        .and_then(|line| line.split_whitespace().nth(1));
+    if let Some(kib) = peak {
+        let _ = std::fs::write(path, format!("{kib}\n"));
     }
 }
 

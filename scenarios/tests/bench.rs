@@ -15,6 +15,7 @@ fn bench_sim_only_times_the_simulated_failover_and_writes_its_figures() {
     let json_arg = json.to_str().expect("a UTF-8 path");
     let (code, stdout, stderr) = zkharness(&[
         "bench",
+        "--quick",
         "--sim-only",
         "--seeds",
         "20",
@@ -70,4 +71,27 @@ fn bench_sim_only_times_the_simulated_failover_and_writes_its_figures() {
         assert!(variant["time_to_bug_s"].as_f64().is_some(), "{variant}");
         assert!(variant["property"].is_string(), "{variant}");
     }
+    // The model checker catches every known-bad variant it runs (with --quick, all but the
+    // sharded job's), the standard check passes, and both memories are measured.
+    let checks = figures["checks_to_bug"].as_array().expect("checks");
+    assert_eq!(checks.len(), 6, "{checks:?}");
+    for check in checks {
+        assert!(check["states"].as_u64().is_some_and(|n| n > 0), "{check}");
+        assert!(check["property"].is_string(), "{check}");
+    }
+    let standard = figures["standard_checks"]
+        .as_array()
+        .expect("standard checks");
+    assert!(standard[0]["unique_states_per_sec"]
+        .as_f64()
+        .is_some_and(|v| v > 0.0));
+    let peak = &figures["peak_rss_mib"];
+    assert!(
+        peak["sweep_mib"].as_f64().is_some_and(|v| v > 1.0),
+        "{peak}"
+    );
+    assert!(
+        peak["largest_check_mib"].as_f64().is_some_and(|v| v > 1.0),
+        "{peak}"
+    );
 }

@@ -12,8 +12,10 @@
 //! control (a known-bad variant) needs to its first violation, the median of five sweeps from
 //! different starting seeds.
 //!
-//! Not yet here (issue 35): the model checker's time and states to each counterexample and its
-//! standard checks' speed, and the peak memory of a long sweep.
+//! Last the model checker and memory (`bench_model.rs`): each known-bad variant's catching
+//! check, its states and seconds to the counterexample; the standard checks' unique states a
+//! second; the peak memory of a 10,000-seed sweep and of the largest standard check. `--quick`
+//! runs fewer of each (and a 200-seed sweep), to prove the command works, not to measure.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -42,6 +44,10 @@ struct Bench {
     sim_vs_real_ratio: Option<f64>,
     scenarios: Vec<super::bench_catalog::Speed>,
     variants: Vec<super::bench_catalog::ToBug>,
+    checks_to_bug: Vec<super::bench_model::CheckToBug>,
+    standard_checks: Vec<super::bench_model::StandardCheck>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_rss_mib: Option<super::bench_model::PeakRss>,
 }
 
 pub(super) fn bench(args: BenchArgs) -> ExitCode {
@@ -85,6 +91,9 @@ pub(super) fn bench(args: BenchArgs) -> ExitCode {
         sim_vs_real_ratio: None,
         scenarios: Vec::new(),
         variants: Vec::new(),
+        checks_to_bug: Vec::new(),
+        standard_checks: Vec::new(),
+        peak_rss_mib: None,
     };
     let catalog_seeds = args
         .catalog_seeds
@@ -99,6 +108,9 @@ pub(super) fn bench(args: BenchArgs) -> ExitCode {
             bench.variants = to_bug;
         }
         Err(message) => return fail(&message),
+    }
+    if let Err(message) = model_and_memory(&mut bench, &args) {
+        return fail(&message);
     }
     if !args.sim_only {
         let real = match real_side(runs) {
@@ -118,6 +130,26 @@ pub(super) fn bench(args: BenchArgs) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The model checker's figures and the peak memories, each from a child `zkharness`.
+fn model_and_memory(bench: &mut Bench, args: &BenchArgs) -> Result<(), String> {
+    use super::bench_model::{checks_to_bug, standard_checks, sweep_peak_mib, PeakRss};
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    eprintln!("bench: every known-bad variant's check, the standard checks, peak memory");
+    bench.checks_to_bug = checks_to_bug(&exe, args.quick)?;
+    let (checks, largest_mib) = standard_checks(&exe, args.quick)?;
+    let largest_check = checks.last().map_or("", |c| c.recipe);
+    bench.standard_checks = checks;
+    let sweep_seeds = if args.quick { 200 } else { 10_000 };
+    let sweep_mib = sweep_peak_mib(&exe, &args.catalog, sweep_seeds)?;
+    bench.peak_rss_mib = Some(PeakRss {
+        sweep_seeds,
+        sweep_mib,
+        largest_check,
+        largest_check_mib: largest_mib,
+    });
+    Ok(())
 }
 
 /// Runs the normal build's `zkharness bench-real` and reads its JSON.
@@ -194,6 +226,31 @@ fn print_table(bench: &Bench) {
         println!(
             "| {} | {} | {:.3} | {} |",
             bug.scenario, bug.property, bug.time_to_bug_s, bug.seeds_to_bug
+        );
+    }
+    println!();
+    println!("| known-bad variant: the model checker | property | states | seconds |");
+    println!("| --- | --- | ---: | ---: |");
+    for check in &bench.checks_to_bug {
+        println!(
+            "| {} {} | {} | {} | {:.2} |",
+            check.recipe, check.variant, check.property, check.states, check.seconds
+        );
+    }
+    println!();
+    println!("| standard check | unique states | seconds | unique states/s |");
+    println!("| --- | ---: | ---: | ---: |");
+    for check in &bench.standard_checks {
+        println!(
+            "| {} | {} | {:.2} | {:.0} |",
+            check.recipe, check.unique_states, check.seconds, check.unique_states_per_sec
+        );
+    }
+    if let Some(peak) = &bench.peak_rss_mib {
+        println!();
+        println!(
+            "peak resident memory: a {}-seed sweep {:.1} MiB; the {} standard check {:.1} MiB",
+            peak.sweep_seeds, peak.sweep_mib, peak.largest_check, peak.largest_check_mib
         );
     }
     if let (Some(ratio), Some(real)) = (bench.sim_vs_real_ratio, &bench.real) {

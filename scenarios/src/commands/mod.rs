@@ -14,6 +14,8 @@ use zkh_scenarios::report::exit;
 mod bench;
 #[cfg(madsim)]
 mod bench_catalog;
+#[cfg(madsim)]
+mod bench_model;
 #[cfg(not(madsim))]
 mod real;
 #[cfg(madsim)]
