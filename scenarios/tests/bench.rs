@@ -1,8 +1,9 @@
 //! `zkharness bench` (simulated build): the simulated failover of five LeaderLatch
 //! participants runs seed after seed, every seed fails over, every catalogue scenario is timed
 //! and every control reaches its bug, and the JSON carries the figures.
-//! The real side (`bench-real`, normal build) has its own test, `tests/bench_real.rs`; the two
-//! together run from `scripts/test-all` as `scripts/zkharness bench --quick`.
+//! With `ZKHARNESS_REAL` naming the normal build's zkharness (as `scripts/test-all` does), it
+//! runs the real side too, on a real three-server ensemble (`bench-real`, whose own test is
+//! `tests/bench_real.rs`).
 #![cfg(madsim)]
 
 mod common;
@@ -10,13 +11,21 @@ mod common;
 use common::zkharness;
 
 #[test]
-fn bench_sim_only_times_the_simulated_failover_and_writes_its_figures() {
+fn bench_quick_times_both_sides_and_writes_every_figure() {
+    // The real side runs the normal build's zkharness, which `scripts/test-all` builds and
+    // names in ZKHARNESS_REAL; in CI it must be there.
+    let real = std::env::var_os("ZKHARNESS_REAL").is_some();
+    assert!(
+        real || std::env::var_os("CI").is_none(),
+        "in CI, ZKHARNESS_REAL must name the normal build's zkharness (scripts/test-all sets it)"
+    );
     let json = std::env::temp_dir().join(format!("zkh-bench-{}.json", std::process::id()));
     let json_arg = json.to_str().expect("a UTF-8 path");
+    let side = if real { "--runs=1" } else { "--sim-only" };
     let (code, stdout, stderr) = zkharness(&[
         "bench",
         "--quick",
-        "--sim-only",
+        side,
         "--seeds",
         "20",
         "--catalog",
@@ -40,10 +49,21 @@ fn bench_sim_only_times_the_simulated_failover_and_writes_its_figures() {
         .as_u64()
         .expect("a failover");
     assert!((2_600..=8_000).contains(&failover), "{failover} ms");
-    assert!(
-        figures.get("real").is_none(),
-        "--sim-only runs no real side"
-    );
+    if real {
+        let real_median = figures["real_median_ms"].as_f64().expect("the real median");
+        assert!(
+            (3_000.0..30_000.0).contains(&real_median),
+            "a real failover waits for the session to expire: {real_median} ms"
+        );
+        let ratio = figures["sim_vs_real_ratio"].as_f64().expect("the ratio");
+        assert!((ratio - real_median / median).abs() < 1e-6 * ratio);
+        assert_eq!(figures["real"]["servers"], 3);
+    } else {
+        assert!(
+            figures.get("real").is_none(),
+            "--sim-only runs no real side"
+        );
+    }
     assert!(
         stdout.contains("| simulated (one thread) | 20 |"),
         "{stdout}"
