@@ -28,6 +28,8 @@ pub const CLIENTS: u32 = 5;
 pub const AFTER_FAILOVER_MS: u64 = 5000;
 /// The longest the failover may take before the run gives up on it.
 pub const FAILOVER_BOUND_MS: u64 = 60_000;
+/// From the waiters' start to client 0's crash.
+const BEFORE_CRASH_MS: u64 = 1000;
 
 /// Random faults the ensemble must recover from: lost requests and replies, short pauses and
 /// partitions, leader crashes with restarts.
@@ -244,8 +246,8 @@ pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) 
     let (report_tx, mut report_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut ended = Vec::new();
     let mut waiting = 0;
-    // The waiters' deadline: the failover bound, counted from the crash 1 s from now.
-    let deadline = now() + Duration::from_millis(1000 + FAILOVER_BOUND_MS);
+    // The waiters' deadline: the failover bound, counted from the crash.
+    let deadline = now() + Duration::from_millis(BEFORE_CRASH_MS + FAILOVER_BOUND_MS);
     for (id, client) in clients.iter().enumerate() {
         let id = id as u32;
         // Each node is created before the next client's, so client 0 is first in line.
@@ -275,7 +277,7 @@ pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) 
         });
     }
     drop(report_tx);
-    madsim::time::sleep(Duration::from_millis(1000)).await;
+    madsim::time::sleep(Duration::from_millis(BEFORE_CRASH_MS)).await;
     let crashed_at = now();
     cluster.inject(&Fault::CrashClient { client: 0 }).await;
     let fault_phase = cluster.run_faults(&plan, FAILOVER_BOUND_MS);

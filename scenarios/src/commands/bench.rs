@@ -26,7 +26,7 @@ use zkh_scenarios::report::exit;
 use zkh_sim::latch_failover;
 use zkh_sim::run::try_run_seed;
 
-use super::BenchArgs;
+use super::{percentile, BenchArgs};
 
 /// What `bench --json` writes.
 #[derive(Serialize)]
@@ -210,42 +210,44 @@ fn print_table(bench: &Bench) {
         "simulated failover after the crash: median {} ms of simulated time",
         bench.sim_failover_median_ms
     );
-    println!();
-    println!("| scenario | seeds | seeds/s on one thread |");
-    println!("| --- | ---: | ---: |");
-    for speed in &bench.scenarios {
-        println!(
-            "| {} | {} | {:.0} |",
-            speed.scenario, speed.seeds, speed.seeds_per_sec
-        );
-    }
-    println!();
-    println!("| known-bad variant (control) | property | time to bug, s | seeds to bug |");
-    println!("| --- | --- | ---: | ---: |");
-    for bug in &bench.variants {
-        println!(
-            "| {} | {} | {:.3} | {} |",
-            bug.scenario, bug.property, bug.time_to_bug_s, bug.seeds_to_bug
-        );
-    }
-    println!();
-    println!("| known-bad variant: the model checker | property | states | seconds |");
-    println!("| --- | --- | ---: | ---: |");
-    for check in &bench.checks_to_bug {
-        println!(
-            "| {} {} | {} | {} | {:.2} |",
-            check.recipe, check.variant, check.property, check.states, check.seconds
-        );
-    }
-    println!();
-    println!("| standard check | unique states | seconds | unique states/s |");
-    println!("| --- | ---: | ---: | ---: |");
-    for check in &bench.standard_checks {
-        println!(
-            "| {} | {} | {:.2} | {:.0} |",
-            check.recipe, check.unique_states, check.seconds, check.unique_states_per_sec
-        );
-    }
+    table(
+        "| scenario | seeds | seeds/s on one thread |\n| --- | ---: | ---: |",
+        bench.scenarios.iter().map(|speed| {
+            format!(
+                "| {} | {} | {:.0} |",
+                speed.scenario, speed.seeds, speed.seeds_per_sec
+            )
+        }),
+    );
+    table(
+        "| known-bad variant (control) | property | time to bug, s | seeds to bug |\n\
+         | --- | --- | ---: | ---: |",
+        bench.variants.iter().map(|bug| {
+            format!(
+                "| {} | {} | {:.3} | {} |",
+                bug.scenario, bug.property, bug.time_to_bug_s, bug.seeds_to_bug
+            )
+        }),
+    );
+    table(
+        "| known-bad variant: the model checker | property | states | seconds |\n\
+         | --- | --- | ---: | ---: |",
+        bench.checks_to_bug.iter().map(|check| {
+            format!(
+                "| {} {} | {} | {} | {:.2} |",
+                check.recipe, check.variant, check.property, check.states, check.seconds
+            )
+        }),
+    );
+    table(
+        "| standard check | unique states | seconds | unique states/s |\n| --- | ---: | ---: | ---: |",
+        bench.standard_checks.iter().map(|check| {
+            format!(
+                "| {} | {} | {:.2} | {:.0} |",
+                check.recipe, check.unique_states, check.seconds, check.unique_states_per_sec
+            )
+        }),
+    );
     if let Some(peak) = &bench.peak_rss_mib {
         println!();
         println!(
@@ -261,15 +263,16 @@ fn print_table(bench: &Bench) {
     }
 }
 
+/// Prints a Markdown table after a blank line: its header (with the separator row), then rows.
+fn table(header: &str, rows: impl Iterator<Item = String>) {
+    println!();
+    println!("{header}");
+    for row in rows {
+        println!("{row}");
+    }
+}
+
 fn fail(message: &str) -> ExitCode {
     eprintln!("zkharness: {message}");
     ExitCode::from(exit::CRASH)
-}
-
-/// The `p`th percentile of `sorted` (nearest rank).
-fn percentile(sorted: &[f64], p: usize) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[(p * sorted.len()).div_ceil(100).max(1) - 1]
 }

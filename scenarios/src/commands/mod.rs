@@ -91,6 +91,15 @@ pub struct ParticipantArgs {
     pub name: String,
 }
 
+/// The `p`th percentile of `sorted` (nearest rank; none measured gives 0): the benchmark's
+/// medians and p90s, on either side.
+fn percentile(sorted: &[f64], p: usize) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[(p * sorted.len()).div_ceil(100).max(1) - 1]
+}
+
 /// `zkharness bench-real`: the real ensemble's failover, in the normal build.
 pub fn bench_real(args: BenchRealArgs) -> ExitCode {
     #[cfg(not(madsim))]

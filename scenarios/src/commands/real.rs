@@ -10,7 +10,7 @@ use zkh_scenarios::real::ensemble::Ensemble;
 use zkh_scenarios::real::failover::{self, PARTICIPANTS, SESSION_TIMEOUT_MS};
 use zkh_scenarios::report::exit;
 
-use super::{BenchRealArgs, ParticipantArgs};
+use super::{percentile, BenchRealArgs, ParticipantArgs};
 
 /// What `bench-real --json` writes.
 #[derive(Serialize)]
@@ -102,15 +102,6 @@ fn fail(message: &str) -> ExitCode {
 
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
-}
-
-/// The `p`th percentile of `sorted` (nearest rank; none measured gives 0).
-fn percentile(sorted: &[f64], p: usize) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = (p * sorted.len()).div_ceil(100).max(1);
-    sorted[rank - 1]
 }
 
 /// The machine: its CPU model and core count, from /proc/cpuinfo.
