@@ -15,6 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Mutex};
 
@@ -27,8 +28,10 @@ use crate::request::{execute, Request, Response};
 /// The host's time, for the driver's timers: tokio's in a real process, madsim's in the
 /// simulator.
 pub trait Clock: Send + Sync + 'static {
-    /// A future that completes after `ms` milliseconds.
-    fn sleep(&self, ms: u64) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+    /// The time now.
+    fn now(&self) -> Instant;
+    /// A future that completes at `deadline`.
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
 /// The application's side of a running machine.
@@ -112,7 +115,7 @@ where
 {
     let mut queue: std::collections::VecDeque<(OpId, Request)> = std::collections::VecDeque::new();
     let mut in_flight: Option<InFlight> = None;
-    let mut timers: Vec<(TimerId, Sleeping)> = Vec::new();
+    let mut timers = Timers::default();
     let mut out = Vec::new();
     loop {
         if in_flight.is_none() {
@@ -133,7 +136,7 @@ where
                 None => return machine,
             },
             (id, result) = poll_in_flight(&mut in_flight) => Input::Reply { id, result },
-            id = poll_timers(&mut timers) => Input::Timer(id),
+            id = timers.next(&*clock) => Input::Timer(id),
             request = requests.recv() => match request {
                 Some(request) => Input::Request(request),
                 None => return machine,
@@ -143,7 +146,9 @@ where
         for command in out.drain(..) {
             match command {
                 Command::Op { id, request } => queue.push_back((id, request)),
-                Command::Timer { id, after_ms } => timers.push((id, clock.sleep(after_ms))),
+                Command::Timer { id, after_ms } => {
+                    timers.add(clock.now() + Duration::from_millis(after_ms), id)
+                }
                 Command::Report(report) => {
                     // The application may have dropped its handle; the machine goes on until
                     // the next step notices.
@@ -168,14 +173,54 @@ async fn poll_in_flight(in_flight: &mut Option<InFlight>) -> (OpId, Result<Respo
     .await
 }
 
-async fn poll_timers(timers: &mut Vec<(TimerId, Sleeping)>) -> TimerId {
-    std::future::poll_fn(|cx| {
-        for index in 0..timers.len() {
-            if timers[index].1.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(timers.remove(index).0);
+/// The machine's pending timers, earliest first, with one sleep: until the earliest.
+///
+/// A machine does not cancel its timers (it ignores one it no longer wants when it goes off),
+/// so a client that gives every attempt a timeout may have many pending; only the earliest is
+/// slept on, and each step of the driver looks at it alone.
+#[derive(Default)]
+struct Timers {
+    /// Deadline and the order of setting (timers due together go off in that order).
+    pending: std::collections::BTreeMap<(Instant, u64), TimerId>,
+    set: u64,
+    /// The sleep until the earliest deadline, with that deadline.
+    sleeping: Option<(Instant, Sleeping)>,
+}
+
+impl Timers {
+    fn add(&mut self, deadline: Instant, id: TimerId) {
+        self.pending.insert((deadline, self.set), id);
+        self.set += 1;
+    }
+
+    /// The next timer to go off, when it does.
+    async fn next(&mut self, clock: &dyn Clock) -> TimerId {
+        std::future::poll_fn(|cx| {
+            let Some((&(deadline, set), _)) = self.pending.first_key_value() else {
+                return Poll::Pending;
+            };
+            let due = clock.now() >= deadline
+                || match &mut self.sleeping {
+                    Some((until, sleep)) if *until == deadline => {
+                        sleep.as_mut().poll(cx).is_ready()
+                    }
+                    _ => {
+                        let mut sleep = clock.sleep_until(deadline);
+                        let ready = sleep.as_mut().poll(cx).is_ready();
+                        self.sleeping = Some((deadline, sleep));
+                        ready
+                    }
+                };
+            if !due {
+                return Poll::Pending;
             }
-        }
-        Poll::Pending
-    })
-    .await
+            self.sleeping = None;
+            Poll::Ready(
+                self.pending
+                    .remove(&(deadline, set))
+                    .expect("the earliest timer is pending"),
+            )
+        })
+        .await
+    }
 }

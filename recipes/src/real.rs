@@ -84,8 +84,15 @@ impl Shared {
 pub struct TokioClock;
 
 impl crate::driver::Clock for TokioClock {
-    fn sleep(&self, ms: u64) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        Box::pin(tokio::time::sleep(Duration::from_millis(ms)))
+    fn now(&self) -> std::time::Instant {
+        tokio::time::Instant::now().into_std()
+    }
+
+    fn sleep_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(tokio::time::sleep_until(deadline.into()))
     }
 }
 

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::clock::{now, Instant};
+use crate::clock::{now, Alarm, Instant};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::{mpsc::UnboundedReceiver, oneshot, Notify};
@@ -400,6 +400,7 @@ impl Shared {
 
 async fn drive(shared: Arc<Shared>, mut inbox: UnboundedReceiver<Envelope>) {
     let mut wake = now();
+    let mut alarm = Alarm::default();
     loop {
         tokio::select! {
             // Branches are polled in order: the default random order would be entropy from outside
@@ -409,7 +410,7 @@ async fn drive(shared: Arc<Shared>, mut inbox: UnboundedReceiver<Envelope>) {
                 Some(envelope) => shared.on_message(envelope),
                 None => return,
             },
-            _ = madsim::time::sleep_until(wake) => {}
+            _ = alarm.until(wake) => {}
         }
         match shared.on_timer(now()) {
             Some(next) => wake = next,
@@ -471,7 +472,7 @@ impl SimClient {
                 connected.await;
             }
         };
-        madsim::time::timeout(Duration::from_millis(connect_wait_ms), wait)
+        crate::clock::timeout(Duration::from_millis(connect_wait_ms), wait)
             .await
             .map_err(|_| ZkError::ConnectionLoss)?;
         Ok(client)
@@ -526,7 +527,7 @@ impl SimClient {
     pub async fn close(&self, wait_ms: u64) {
         let closing = self.issue(None, None);
         if let Ok(receiver) = closing {
-            let _ = madsim::time::timeout(Duration::from_millis(wait_ms), receiver).await;
+            let _ = crate::clock::timeout(Duration::from_millis(wait_ms), receiver).await;
         }
         let mut state = self.shared.lock();
         state.conn = Conn::Closed;

@@ -312,7 +312,7 @@ async fn lead(
     for _ in 0..100_000 {
         let report = match token {
             Some(_) => {
-                madsim::time::timeout(Duration::from_millis(config.job_interval_ms), next()).await
+                crate::clock::timeout(Duration::from_millis(config.job_interval_ms), next()).await
             }
             None => Ok(next().await),
         };

@@ -50,7 +50,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::clock::{now, Instant};
+use crate::clock::{now, Alarm, Instant};
 use zkh_model::{History, HistoryEvent, Reply, ZkModel};
 use zkh_recipes::SessionId;
 
@@ -213,6 +213,7 @@ pub async fn run_server(
     let heartbeat = Duration::from_millis(config.tick_ms / 2);
     let mut next_heartbeat = now() + heartbeat;
     let mut next_vote = now();
+    let mut alarm = Alarm::default();
     loop {
         let mut wake = next_heartbeat;
         if matches!(server.role, Role::Looking { .. }) {
@@ -229,7 +230,7 @@ pub async fn run_server(
                 let Some(envelope) = envelope else { return };
                 server.handle(envelope);
             }
-            _ = madsim::time::sleep_until(wake) => {}
+            _ = alarm.until(wake) => {}
         }
         let now = now();
         if now >= next_heartbeat {
