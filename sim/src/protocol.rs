@@ -150,11 +150,11 @@ pub enum Message {
     Disconnect,
 
     // ---- server ↔ server
-    /// An election vote: "I have committed up to `zxid`, in `epoch`".
+    /// An election vote: "I have logged up to `zxid`, in `epoch`".
     Vote {
         /// The sender's accepted epoch.
         epoch: u32,
-        /// The sender's last committed zxid.
+        /// The sender's last logged zxid (committed, or proposed to it and acknowledged).
         zxid: i64,
     },
     /// "I follow (or am) `leader` in `epoch`": the answer to a vote from a looking server.
@@ -172,6 +172,15 @@ pub enum Message {
         epoch: u32,
         /// The committed state.
         snapshot: Box<Snapshot>,
+    },
+    /// The answer to `NewLeader`: the sender took the snapshot and follows the leader of
+    /// `epoch`. `fresh` when it had not accepted that epoch before (ZooKeeper's ACKEPOCH): a
+    /// leader is established, and serves, once a quorum counting itself took its epoch fresh.
+    Following {
+        /// The epoch.
+        epoch: u32,
+        /// Whether the sender accepted `epoch` with this snapshot.
+        fresh: bool,
     },
     /// A follower forwards a client's write to the leader.
     Forward {

@@ -344,3 +344,112 @@ fn a_write_waiting_for_acks_commits_once_a_follower_rejoins() {
         "only {checked} of 20 seeds put the writer on the leader"
     );
 }
+
+/// Two servers that both believe they won an epoch (each holds a quorum of votes without the
+/// other's): the one a quorum took is established, the other never serves nor shows as leading,
+/// gives up after `syncLimit` ticks and joins it. Before, each counted the other's heartbeats as a
+/// follower's, and both led for ever.
+#[test]
+fn two_servers_claiming_one_epoch_end_with_one_leader() {
+    use zkh_sim::protocol::Addr;
+    use zkh_sim::server::RoleSummary;
+    for seed in zkh_sim::seed::seeds(0..10) {
+        run_seed(seed, 300, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            for id in 1..=3 {
+                let kill = Fault::KillServer {
+                    server: ServerRef::Id(id),
+                };
+                cluster.inject(&kill).await;
+            }
+            // Server 2 does not hear server 3: it wins among {1, 2} while 3 wins among all three.
+            cluster.net().cut(Addr::Server(3), Addr::Server(2));
+            for id in 1..=3 {
+                let restart = Fault::RestartServer {
+                    server: ServerRef::Id(id),
+                };
+                cluster.inject(&restart).await;
+            }
+            let restarted = now();
+            let mut most_leading = 0;
+            while now().duration_since(restarted) < Duration::from_millis(20_000) {
+                if now().duration_since(restarted) > Duration::from_millis(1_000) {
+                    cluster.net().restore(Addr::Server(3), Addr::Server(2));
+                }
+                let roles = cluster.roles();
+                let leading = roles
+                    .iter()
+                    .filter(|r| matches!(r, RoleSummary::Leading(_)))
+                    .count();
+                most_leading = most_leading.max(leading);
+                sleep(Duration::from_millis(10)).await;
+            }
+            assert!(
+                most_leading <= 1,
+                "seed {seed}: {most_leading} servers led at once"
+            );
+            let leader = cluster.wait_for_leader(1).await.unwrap_or_else(|| {
+                panic!(
+                    "seed {seed}: no leader with a quorum: {:?}",
+                    cluster.roles()
+                )
+            });
+            let following = cluster
+                .roles()
+                .iter()
+                .filter(|r| **r == RoleSummary::Following(leader))
+                .count();
+            assert_eq!(following, 2, "seed {seed}: {:?}", cluster.roles());
+        });
+    }
+}
+
+/// A write the leader answered survives the leader dying before its commits reach the
+/// followers: they had logged it (acknowledged its proposal), and the new leader commits what it
+/// logged, as ZooKeeper's leader starts its epoch from its log. Before, a follower dropped its
+/// logged proposals when it lost its leader, and the write the client was told succeeded was gone.
+#[test]
+fn a_write_the_leader_answered_survives_the_leader_dying_before_its_commits_go_out() {
+    let mut checked = 0;
+    for seed in zkh_sim::seed::seeds(0..30) {
+        let survived = run_seed(seed, 300, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            let writer = cluster.add_client(0, T, false).await.unwrap();
+            let leader = cluster.leader().expect("a leader");
+            if writer.connected_server() != Some(leader) {
+                return None;
+            }
+            writer
+                .create("/acked", b"", CreateMode::Persistent)
+                .await
+                .expect("the leader commits it");
+            // The reply is in; the leader's commits to its followers, sent with it, may not be.
+            cluster
+                .inject(&Fault::KillServer {
+                    server: ServerRef::Id(leader),
+                })
+                .await;
+            cluster.wait_for_leader(10_000).await.expect("a new leader");
+            for _ in 0..100 {
+                match writer.exists("/acked", false).await {
+                    Ok(stat) => return Some(stat.is_some()),
+                    Err(ZkError::ConnectionLoss) => sleep(Duration::from_millis(100)).await,
+                    Err(other) => panic!("seed {seed}: {other:?}"),
+                }
+            }
+            panic!("seed {seed}: the writer never reconnected");
+        });
+        if let Some(survived) = survived {
+            assert!(
+                survived,
+                "seed {seed}: the write the leader answered is gone"
+            );
+            checked += 1;
+        }
+    }
+    println!("an answered write survives its leader: checked on {checked} of 30 seeds");
+    assert!(
+        checked >= 5,
+        "only {checked} of 30 seeds put the writer on the leader"
+    );
+}

@@ -2,12 +2,21 @@
 //!
 //! # Roles
 //!
-//! A server starts **looking**. Every 100 ms it sends a vote (its epoch and last committed zxid)
+//! A server starts **looking**. Every 100 ms it sends a vote (its epoch and last logged zxid)
 //! to the others; once it holds fresh votes from a quorum, the best of them, by (zxid, id), leads:
 //! so at start, when every zxid is 0, the highest id wins (measured on a real ensemble). The new
 //! leader starts the next epoch (`zxid = epoch << 32`) and sends its committed state to the
-//! others, which **follow** it. A server that joins later learns the leader from anyone's answer
-//! to its vote and asks to join. A joining server gets the leader's committed state, then the
+//! others, which **follow** it, each answering whether it took that epoch *fresh* (had not
+//! accepted it before). A server that joins later learns the leader from anyone's answer
+//! to its vote and asks to join.
+//!
+//! Two servers can both believe they won an epoch: each holds a quorum of votes without the
+//! other's (a vote lost or late), as ZooKeeper's election can leave two servers in LEADING for a
+//! while. As ZooKeeper's leader does, a leader is **established** (it serves clients, proposes,
+//! expires sessions, and shows as leading) only once a quorum counting itself took its epoch
+//! fresh (ZooKeeper's ACKEPOCH); a follower stays with the first leader of an epoch it took; a
+//! leader counts as followers only the servers that took its snapshot. The other claimant finds
+//! no quorum, gives up after `sync_limit` ticks, and joins the established leader. A joining server gets the leader's committed state, then the
 //! proposals still waiting for a quorum, which it acknowledges like any other (ZooKeeper's
 //! leader forwards its outstanding proposals to a learner it has synced); a follower that
 //! missed a proposal joins again the same way.
@@ -17,8 +26,13 @@
 //! A write goes to the leader, which proposes it with the next zxid; once a quorum has logged it,
 //! the leader commits it, and every server applies committed transactions in zxid order. The
 //! server the client is connected to replies after applying, sending the watch events the
-//! transaction fired on that server before the reply. Proposals that never reached a quorum die
-//! with their leader.
+//! transaction fired on that server before the reply. A leader commits, at the start of its
+//! epoch, what it had logged as a follower beyond its last commit (ZooKeeper's leader starts
+//! from its log), so a write a quorum acknowledged survives its leader even when the leader
+//! died before its commits went out; a proposal the new leader never logged dies with the old
+//! one. Votes offer the last *logged* zxid, so the new leader is one that logged the most.
+//! Not modelled: the log surviving the server's own crash (a restarted server has only what
+//! it committed).
 //!
 //! # Reads and sync
 //!
@@ -138,8 +152,15 @@ impl Default for ServerShared {
 struct Leader {
     epoch: u32,
     since: Instant,
+    /// A quorum, counting the leader, took this epoch fresh: the leader serves and proposes.
+    established: bool,
+    /// The servers that took this epoch fresh from this leader.
+    took_epoch: BTreeSet<u32>,
+    /// Writes forwarded before the leader was established: proposed once it is.
+    waiting: Vec<Txn>,
     last_proposed: i64,
     proposals: BTreeMap<i64, (Txn, BTreeSet<u32>)>,
+    /// The servers that follow this leader (they took its snapshot), when each was last heard.
     followers_heard: BTreeMap<u32, Instant>,
     deadlines: BTreeMap<SessionId, Instant>,
     expiring: BTreeSet<SessionId>,
@@ -301,7 +322,11 @@ impl Server {
     }
 
     fn serving(&self) -> bool {
-        !matches!(self.role, Role::Looking { .. })
+        match &self.role {
+            Role::Looking { .. } => false,
+            Role::Following { .. } => true,
+            Role::Leading(leader) => leader.established,
+        }
     }
 
     fn last_zxid(&self) -> i64 {

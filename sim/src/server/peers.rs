@@ -18,6 +18,9 @@ impl Server {
                 Role::Looking { votes } => {
                     votes.insert(from, (now, epoch, zxid));
                 }
+                // A leader not yet established may never be: a looking server that joined it
+                // could take an older state than its own.
+                Role::Leading(leader) if !leader.established => {}
                 Role::Following { leader, epoch, .. } => {
                     let (leader, epoch) = (*leader, *epoch);
                     self.send(Addr::Server(from), Message::CurrentLeader { leader, epoch });
@@ -44,7 +47,6 @@ impl Server {
             }
             Message::Join => {
                 if let Role::Leading(leader) = &mut self.role {
-                    leader.followers_heard.insert(from, now);
                     let epoch = leader.epoch;
                     // The snapshot holds what is committed; the proposals still in flight
                     // follow it on the same link, as ZooKeeper's leader forwards its
@@ -67,13 +69,28 @@ impl Server {
                 }
             }
             Message::NewLeader { epoch, snapshot } => self.adopt(from, epoch, *snapshot, now),
-            Message::Forward { txn } => {
-                if matches!(self.role, Role::Leading(_)) {
-                    self.propose(txn);
+            Message::Following { epoch, fresh } => {
+                if let Role::Leading(leader) = &mut self.role {
+                    if leader.epoch == epoch {
+                        leader.followers_heard.insert(from, now);
+                        if fresh {
+                            leader.took_epoch.insert(from);
+                        }
+                        if !leader.established
+                            && leader.took_epoch.len() + 1 >= self.config.quorum()
+                        {
+                            self.establish();
+                        }
+                    }
                 }
             }
+            Message::Forward { txn } => match &mut self.role {
+                Role::Leading(leader) if !leader.established => leader.waiting.push(txn),
+                Role::Leading(_) => self.propose(txn),
+                _ => {}
+            },
             Message::SyncRequest { origin } => {
-                if let Role::Leading(_) = self.role {
+                if matches!(&self.role, Role::Leading(leader) if leader.established) {
                     let zxid = self.last_zxid();
                     self.send(Addr::Server(from), Message::SyncDone { origin, zxid });
                 }
@@ -98,7 +115,7 @@ impl Server {
             }
             Message::Ack { epoch, zxid } => {
                 if let Role::Leading(leader) = &mut self.role {
-                    if leader.epoch == epoch {
+                    if leader.epoch == epoch && leader.followers_heard.contains_key(&from) {
                         leader.followers_heard.insert(from, now);
                         if let Some((_, acks)) = leader.proposals.get_mut(&zxid) {
                             acks.insert(from);
@@ -116,7 +133,11 @@ impl Server {
                 } if *leader == from && *followed == epoch => {
                     *last_heard = now;
                 }
-                Role::Leading(leader) if leader.epoch == epoch => {
+                // Only from a follower: another server that believes it leads this epoch
+                // sends the same heartbeats, and counting them kept both leading for ever.
+                Role::Leading(leader)
+                    if leader.epoch == epoch && leader.followers_heard.contains_key(&from) =>
+                {
                     leader.followers_heard.insert(from, now);
                     for session in touched {
                         self.touch(session, now);
@@ -152,16 +173,19 @@ impl Server {
         let accepted = lock(&self.shared.disk).epoch;
         let stale = match &self.role {
             Role::Leading(own) => own.epoch >= epoch,
+            // A follower stays with the first leader of an epoch it took: a second server
+            // claiming the same epoch is one that lost the race for it.
             Role::Following {
                 leader: current,
                 epoch: followed,
                 ..
-            } => *current == leader && *followed == epoch && !self.resyncing,
+            } => *followed == epoch && (*current != leader || !self.resyncing),
             Role::Looking { .. } => false,
         };
         if epoch < accepted || stale {
             return;
         }
+        let fresh = epoch > accepted;
         if self.serving() {
             self.drop_clients();
         }
@@ -181,13 +205,7 @@ impl Server {
             last_heard: now,
         };
         self.set_role_summary(RoleSummary::Following(leader));
-        self.send(
-            Addr::Server(leader),
-            Message::Heartbeat {
-                epoch,
-                touched: Vec::new(),
-            },
-        );
+        self.send(Addr::Server(leader), Message::Following { epoch, fresh });
     }
 
     fn drop_clients(&mut self) {
@@ -206,7 +224,7 @@ impl Server {
             self.apply(zxid, txn);
         }
         self.drop_clients();
-        self.pending.clear();
+        // The proposals it logged stay logged: if it leads next, it commits them.
         self.waiting_syncs.clear();
         self.role = Role::Looking {
             votes: BTreeMap::new(),
@@ -215,10 +233,8 @@ impl Server {
     }
 
     pub(super) fn election_round(&mut self, now: Instant) {
-        let (epoch, zxid) = {
-            let disk = lock(&self.shared.disk);
-            (disk.epoch, disk.model.last_zxid())
-        };
+        let epoch = lock(&self.shared.disk).epoch;
+        let zxid = self.last_logged_zxid();
         self.broadcast(&Message::Vote { epoch, zxid });
         let Role::Looking { votes } = &mut self.role else {
             return;
@@ -242,7 +258,26 @@ impl Server {
         }
     }
 
+    /// The last zxid this server committed or logged: what its vote offers.
+    fn last_logged_zxid(&self) -> i64 {
+        let committed = self.last_zxid();
+        self.pending
+            .last_key_value()
+            .map_or(committed, |(zxid, _)| committed.max(*zxid))
+    }
+
     fn become_leader(&mut self, epoch: u32, now: Instant) {
+        // As ZooKeeper's leader starts its epoch from its log, this one first commits what it
+        // logged after its last commit: the old leader may have had a quorum's acks for it,
+        // applied it and answered the client, and died before its commits went out. Its
+        // clients were dropped when it stopped following: nobody here to answer.
+        for (zxid, mut txn) in std::mem::take(&mut self.pending) {
+            if zxid != self.last_zxid() + 1 {
+                break;
+            }
+            txn.origin = None;
+            self.apply(zxid, txn);
+        }
         let (last_proposed, timeouts) = {
             let mut disk = lock(&self.shared.disk);
             disk.epoch = epoch;
@@ -256,15 +291,34 @@ impl Server {
         self.role = Role::Leading(Leader {
             epoch,
             since: now,
+            established: false,
+            took_epoch: BTreeSet::new(),
+            waiting: Vec::new(),
             last_proposed,
             proposals: BTreeMap::new(),
             followers_heard: BTreeMap::new(),
             deadlines,
             expiring: BTreeSet::new(),
         });
-        self.set_role_summary(RoleSummary::Leading(epoch));
         let snapshot = self.snapshot();
         self.broadcast(&Message::NewLeader { epoch, snapshot });
+        if self.config.quorum() == 1 {
+            self.establish();
+        }
+    }
+
+    /// A quorum took this leader's epoch: it shows as leading, serves, and proposes the writes
+    /// forwarded meanwhile.
+    fn establish(&mut self) {
+        let Role::Leading(leader) = &mut self.role else {
+            unreachable!("only a leader is established")
+        };
+        leader.established = true;
+        let (epoch, waiting) = (leader.epoch, std::mem::take(&mut leader.waiting));
+        self.set_role_summary(RoleSummary::Leading(epoch));
+        for txn in waiting {
+            self.propose(txn);
+        }
     }
 
     pub(super) fn heartbeat(&mut self, now: Instant) {
@@ -289,11 +343,20 @@ impl Server {
                     .followers_heard
                     .retain(|_, heard| now.duration_since(*heard) <= limit);
                 let epoch = leader.epoch;
-                // A new leader gets `sync_limit` ticks to gather its followers.
-                if leader.followers_heard.len() + 1 < self.config.quorum()
+                // A new leader gets `sync_limit` ticks to be established and gather its
+                // followers.
+                if (!leader.established || leader.followers_heard.len() + 1 < self.config.quorum())
                     && now.duration_since(leader.since) > limit
                 {
                     self.become_looking();
+                    return;
+                }
+                if !leader.established {
+                    let epoch = leader.epoch;
+                    self.broadcast(&Message::Heartbeat {
+                        epoch,
+                        touched: Vec::new(),
+                    });
                     return;
                 }
                 let forced = std::mem::take(&mut *lock(&self.shared.expire_now));
