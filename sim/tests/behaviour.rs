@@ -286,17 +286,20 @@ fn kill_session_expires_on_the_client_only_until_the_server_timeout() {
 /// both followers resynced while a write waited, nobody ever acked it, and every write behind
 /// it waited for ever. Here one follower is down when the write is proposed and the other is
 /// cut off: the write commits once the first is back, not when the second's link heals.
+/// An ensemble and a client; `None` unless the client is connected to the leader.
+async fn writer_on_the_leader(seed: u64) -> Option<(Cluster, zkh_sim::SimClient, u32)> {
+    let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+    let writer = cluster.add_client(0, T, false).await.unwrap();
+    let leader = cluster.leader().expect("a leader");
+    (writer.connected_server() == Some(leader)).then_some((cluster, writer, leader))
+}
+
 #[test]
 fn a_write_waiting_for_acks_commits_once_a_follower_rejoins() {
     let mut checked = 0;
     for seed in zkh_sim::seed::seeds(0..20) {
         let committed_after_ms = run_seed(seed, 300, |seed| async move {
-            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
-            let writer = cluster.add_client(0, T, false).await.unwrap();
-            let leader = cluster.leader().expect("a leader");
-            if writer.connected_server() != Some(leader) {
-                return None;
-            }
+            let (mut cluster, writer, leader) = writer_on_the_leader(seed).await?;
             let followers: Vec<u32> = (1..=3).filter(|id| *id != leader).collect();
             let (down, cut) = (followers[0], followers[1]);
             let kill = Fault::KillServer {
@@ -413,12 +416,7 @@ fn a_write_the_leader_answered_survives_the_leader_dying_before_its_commits_go_o
     let mut checked = 0;
     for seed in zkh_sim::seed::seeds(0..30) {
         let survived = run_seed(seed, 300, |seed| async move {
-            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
-            let writer = cluster.add_client(0, T, false).await.unwrap();
-            let leader = cluster.leader().expect("a leader");
-            if writer.connected_server() != Some(leader) {
-                return None;
-            }
+            let (mut cluster, writer, leader) = writer_on_the_leader(seed).await?;
             writer
                 .create("/acked", b"", CreateMode::Persistent)
                 .await
