@@ -9,7 +9,8 @@
 //!   model, for recipes' unit tests.
 //!
 //! Every behaviour here is checked against a real ZooKeeper 3.8 server by the differential test
-//! (`model/tests/differential.rs`); `../shared/zk-facts.md` lists the facts it rests on.
+//! (`model/tests/differential.rs`); `model/tests/semantics.rs` pins the facts it rests on, one
+//! test a fact.
 
 pub mod check;
 pub mod history;

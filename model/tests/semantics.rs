@@ -1,6 +1,6 @@
-//! The pure model against the facts of `shared/zk-facts.md`, one test per fact, plus the
-//! in-memory client. The differential test checks the same ground against a real server at
-//! random; these pin each fact by name, in both builds.
+//! The pure model against ZooKeeper's documented and measured behaviour, one test a fact (its
+//! name states it), plus the in-memory client. The differential test checks the same ground
+//! against a real server at random; these pin each fact by name, in both builds.
 
 mod common;
 

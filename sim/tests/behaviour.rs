@@ -1,6 +1,6 @@
-//! The rows of `zk-facts.md`'s "Sessions and connections" and "Ensemble" sections, as simulated
-//! tests. Each runs over several seeds; a bound that a real server was measured to keep must
-//! hold for every one of them.
+//! ZooKeeper's session, connection and ensemble behaviour, as documented and as measured on a
+//! real server, as simulated tests. Each runs over several seeds; a bound that a real server was
+//! measured to keep must hold for every one of them.
 #![cfg(madsim)]
 
 mod common;
