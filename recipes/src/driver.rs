@@ -15,7 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::{mpsc, Mutex};
 
@@ -28,10 +28,8 @@ use crate::request::{execute, Request, Response};
 /// The host's time, for the driver's timers: tokio's in a real process, madsim's in the
 /// simulator.
 pub trait Clock: Send + Sync + 'static {
-    /// The time now.
-    fn now(&self) -> Instant;
-    /// A future that completes at `deadline`.
-    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+    /// A future that completes `ms` milliseconds from now, and the instant it does.
+    fn sleep(&self, ms: u64) -> (Instant, Pin<Box<dyn Future<Output = ()> + Send>>);
 }
 
 /// The application's side of a running machine.
@@ -136,7 +134,7 @@ where
                 None => return machine,
             },
             (id, result) = poll_in_flight(&mut in_flight) => Input::Reply { id, result },
-            id = timers.next(&*clock) => Input::Timer(id),
+            id = timers.next() => Input::Timer(id),
             request = requests.recv() => match request {
                 Some(request) => Input::Request(request),
                 None => return machine,
@@ -146,9 +144,7 @@ where
         for command in out.drain(..) {
             match command {
                 Command::Op { id, request } => queue.push_back((id, request)),
-                Command::Timer { id, after_ms } => {
-                    timers.add(clock.now() + Duration::from_millis(after_ms), id)
-                }
+                Command::Timer { id, after_ms } => timers.add(clock.sleep(after_ms), id),
                 Command::Report(report) => {
                     // The application may have dropped its handle; the machine goes on until
                     // the next step notices.
@@ -173,53 +169,35 @@ async fn poll_in_flight(in_flight: &mut Option<InFlight>) -> (OpId, Result<Respo
     .await
 }
 
-/// The machine's pending timers, earliest first, with one sleep: until the earliest.
+/// The machine's pending timers, earliest deadline first: each step of the driver polls the
+/// earliest alone.
 ///
 /// A machine does not cancel its timers (it ignores one it no longer wants when it goes off),
-/// so a client that gives every attempt a timeout may have many pending; only the earliest is
-/// slept on, and each step of the driver looks at it alone.
+/// so a client that gives every attempt a timeout may have many pending; polling them all at
+/// every event cost a sweep of the lock a large share of its time.
 #[derive(Default)]
 struct Timers {
-    /// Deadline and the order of setting (timers due together go off in that order).
-    pending: std::collections::BTreeMap<(Instant, u64), TimerId>,
+    /// By deadline and the order of setting (timers due together go off in that order).
+    pending: std::collections::BTreeMap<(Instant, u64), (TimerId, Sleeping)>,
     set: u64,
-    /// The sleep until the earliest deadline, with that deadline.
-    sleeping: Option<(Instant, Sleeping)>,
 }
 
 impl Timers {
-    fn add(&mut self, deadline: Instant, id: TimerId) {
-        self.pending.insert((deadline, self.set), id);
+    fn add(&mut self, (deadline, sleep): (Instant, Sleeping), id: TimerId) {
+        self.pending.insert((deadline, self.set), (id, sleep));
         self.set += 1;
     }
 
     /// The next timer to go off, when it does.
-    async fn next(&mut self, clock: &dyn Clock) -> TimerId {
+    async fn next(&mut self) -> TimerId {
         std::future::poll_fn(|cx| {
-            let Some((&(deadline, set), _)) = self.pending.first_key_value() else {
+            let Some(mut earliest) = self.pending.first_entry() else {
                 return Poll::Pending;
             };
-            let due = clock.now() >= deadline
-                || match &mut self.sleeping {
-                    Some((until, sleep)) if *until == deadline => {
-                        sleep.as_mut().poll(cx).is_ready()
-                    }
-                    _ => {
-                        let mut sleep = clock.sleep_until(deadline);
-                        let ready = sleep.as_mut().poll(cx).is_ready();
-                        self.sleeping = Some((deadline, sleep));
-                        ready
-                    }
-                };
-            if !due {
-                return Poll::Pending;
+            match earliest.get_mut().1.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(earliest.remove().0),
+                Poll::Pending => Poll::Pending,
             }
-            self.sleeping = None;
-            Poll::Ready(
-                self.pending
-                    .remove(&(deadline, set))
-                    .expect("the earliest timer is pending"),
-            )
         })
         .await
     }

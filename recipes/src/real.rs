@@ -84,15 +84,9 @@ impl Shared {
 pub struct TokioClock;
 
 impl crate::driver::Clock for TokioClock {
-    fn now(&self) -> std::time::Instant {
-        tokio::time::Instant::now().into_std()
-    }
-
-    fn sleep_until(
-        &self,
-        deadline: std::time::Instant,
-    ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        Box::pin(tokio::time::sleep_until(deadline.into()))
+    fn sleep(&self, ms: u64) -> (std::time::Instant, Pin<Box<dyn Future<Output = ()> + Send>>) {
+        let sleep = tokio::time::sleep(Duration::from_millis(ms));
+        (sleep.deadline().into_std(), Box::pin(sleep))
     }
 }
 

@@ -15,18 +15,15 @@ pub fn now() -> Instant {
 pub struct SimClock;
 
 impl zkh_recipes::driver::Clock for SimClock {
-    fn now(&self) -> Instant {
-        now()
-    }
-
-    fn sleep_until(
+    fn sleep(
         &self,
-        deadline: Instant,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-        Box::pin(SleepOnce {
-            sleep: madsim::time::sleep_until(deadline),
-            armed: false,
-        })
+        ms: u64,
+    ) -> (
+        Instant,
+        std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    ) {
+        let sleep = sleep(std::time::Duration::from_millis(ms));
+        (sleep.sleep.deadline(), Box::pin(sleep))
     }
 }
 

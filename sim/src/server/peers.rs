@@ -351,31 +351,23 @@ impl Server {
                     self.become_looking();
                     return;
                 }
-                if !leader.established {
-                    let epoch = leader.epoch;
-                    self.broadcast(&Message::Heartbeat {
-                        epoch,
-                        touched: Vec::new(),
-                    });
-                    return;
-                }
-                let forced = std::mem::take(&mut *lock(&self.shared.expire_now));
-                let mut expired: Vec<SessionId> = leader
-                    .deadlines
-                    .iter()
-                    .filter(|(session, deadline)| {
-                        **deadline <= now && !leader.expiring.contains(session)
-                    })
-                    .map(|(session, _)| *session)
-                    .collect();
-                expired.extend(
-                    forced.into_iter().filter(|s| {
+                // Only an established leader expires sessions (it proposes nothing before).
+                let mut expired: Vec<SessionId> = Vec::new();
+                if leader.established {
+                    let forced = std::mem::take(&mut *lock(&self.shared.expire_now));
+                    expired = (leader.deadlines.iter())
+                        .filter(|(session, deadline)| {
+                            **deadline <= now && !leader.expiring.contains(session)
+                        })
+                        .map(|(session, _)| *session)
+                        .collect();
+                    expired.extend(forced.into_iter().filter(|s| {
                         leader.deadlines.contains_key(s) && !leader.expiring.contains(s)
-                    }),
-                );
-                expired.sort();
-                expired.dedup();
-                leader.expiring.extend(expired.iter().copied());
+                    }));
+                    expired.sort();
+                    expired.dedup();
+                    leader.expiring.extend(expired.iter().copied());
+                }
                 self.broadcast(&Message::Heartbeat {
                     epoch,
                     touched: Vec::new(),
