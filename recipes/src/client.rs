@@ -13,6 +13,12 @@
 //!   stream when that reply is returned: [`ZkClient::try_next_event`] will yield it.
 //! - **Events in zxid order.** Watch events of one client arrive in the order of the
 //!   transactions that fired them.
+//! - **Replies and events in arrival order.** An event that arrived after a reply is not
+//!   handed out before that reply has been returned (or its future dropped), as the Java
+//!   client's one event thread runs reply callbacks and watchers in the order the server sent
+//!   them. The simulated client gives this exactly; `RealClient` gives what `zookeeper-client`
+//!   gives (it completes a watcher before any later reply, but does not hold a watcher back
+//!   behind an earlier reply nobody has taken).
 //! - **Validation before sending.** An invalid path fails with [`ZkError::BadArguments`] and
 //!   nothing is sent. An invalid version is sent, and the server answers `BadVersion`.
 //!

@@ -3,7 +3,8 @@
 //! The driver owns the client's event stream and feeds the machine, in this order of priority:
 //! watch and session events (so that, as the trait promises, a watch event is seen before the
 //! reply that reflects its change), the reply of the operation in flight, expired timers, and
-//! application requests. Operations run one at a time, in the order the machine issued them,
+//! application requests. The priority only breaks ties: a client hands out an event once every
+//! reply that arrived before it has been taken, so a reply is never overtaken by a later event. Operations run one at a time, in the order the machine issued them,
 //! which keeps the client's FIFO order. Timers sleep on the host's [`Clock`].
 //!
 //! One driver per client: it takes every event of the client's session.

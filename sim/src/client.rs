@@ -18,6 +18,14 @@
 //! Requests issued while not connected fail at once with `ConnectionLoss`; nothing is queued.
 //! Replies and watch events from a server the client has left are ignored.
 //!
+//! **Replies and events reach the application in the order they arrived**, as the Java
+//! client's single event thread runs reply callbacks and watchers in the order the server sent
+//! them (Curator's recipes use those callbacks). A reply goes to the future of its request and
+//! an event to the event stream; an event waits in the stream until every reply that arrived
+//! before it has been taken (its request's future returned, or was dropped). Without that, an
+//! application that polls its events first (the recipe driver does) saw a `NodeDeleted` before
+//! the `getData` reply that set its watch, when both arrived at one instant, and waited for ever.
+//!
 //! Faults that act here: a dropped request (the connection breaks before the request is sent),
 //! a dropped reply (the connection breaks when the reply arrives, after the server applied it),
 //! client-side expiry (what Curator's `KillSession` does: the client is told its session expired,
@@ -92,12 +100,41 @@ enum WatchClass {
     Children,
 }
 
-/// Where the reply to a request (with the zxid of its header) will come.
-type ReplyReceiver = oneshot::Receiver<Result<(i64, Reply), ZkError>>;
+/// A reply (with the zxid of its header) or the error that ended its request.
+type ReplyResult = Result<(i64, Reply), ZkError>;
+
+/// Where the reply to request `xid` will come. Events that arrived after the reply wait until
+/// it is taken: until this future returns it, or is dropped.
+struct ReplyReceiver {
+    receiver: oneshot::Receiver<ReplyResult>,
+    xid: u64,
+    shared: Arc<Shared>,
+}
+
+impl std::future::Future for ReplyReceiver {
+    type Output = Result<ReplyResult, oneshot::error::RecvError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let taken = std::pin::Pin::new(&mut self.receiver).poll(cx);
+        if taken.is_ready() {
+            self.shared.reply_taken(self.xid);
+        }
+        taken
+    }
+}
+
+impl Drop for ReplyReceiver {
+    fn drop(&mut self) {
+        self.shared.reply_taken(self.xid);
+    }
+}
 
 struct Pending {
     watch: Option<(WatchClass, String)>,
-    reply_to: oneshot::Sender<Result<(i64, Reply), ZkError>>,
+    reply_to: oneshot::Sender<ReplyResult>,
 }
 
 struct State {
@@ -113,7 +150,12 @@ struct State {
     next_xid: u64,
     pending: BTreeMap<u64, Pending>,
     watches: WatchSet,
-    events: VecDeque<ClientEvent>,
+    /// Replies handed to their requests' futures so far: the arrival order of replies.
+    replies_handed: u64,
+    /// Replies handed and not yet taken, by request id, with their place in that order.
+    replies_untaken: BTreeMap<u64, u64>,
+    /// Events for the application, each with the number of replies handed before it arrived.
+    events: VecDeque<(u64, ClientEvent)>,
     delayed: VecDeque<(Instant, ClientEvent)>,
     lose_reply_of: BTreeSet<u64>,
     faults: ClientFaults,
@@ -152,6 +194,42 @@ impl Shared {
         crate::log::record(&self.history, self.net.now_us(), event);
     }
 
+    /// Hands `result` to the future of request `xid`; until that future takes it, later events
+    /// wait.
+    fn hand_reply(&self, state: &mut State, xid: u64, pending: Pending, result: ReplyResult) {
+        let place = state.replies_handed;
+        state.replies_handed += 1;
+        if pending.reply_to.send(result).is_ok() {
+            state.replies_untaken.insert(xid, place);
+        }
+    }
+
+    /// The reply to `xid` was taken (or its future dropped): events behind it may go.
+    fn reply_taken(&self, xid: u64) {
+        let mut state = self.lock();
+        if state.replies_untaken.remove(&xid).is_some() {
+            drop(state);
+            self.events_ready.notify_waiters();
+        }
+    }
+
+    /// Queues `event` for the application, behind every reply handed so far.
+    fn queue_event(&self, state: &mut State, event: ClientEvent) {
+        let after = state.replies_handed;
+        state.events.push_back((after, event));
+        self.events_ready.notify_waiters();
+    }
+
+    /// The next event for the application, if it is queued and every reply that arrived before
+    /// it has been taken.
+    fn take_event(state: &mut State) -> Option<ClientEvent> {
+        let (after, _) = state.events.front()?;
+        if state.replies_untaken.values().any(|place| place < after) {
+            return None;
+        }
+        state.events.pop_front().map(|(_, event)| event)
+    }
+
     fn push_event(&self, state: &mut State, event: ClientEvent, now: Instant) {
         match &event {
             ClientEvent::Watch(watch) => self.record(HistoryEvent::Watch {
@@ -169,8 +247,7 @@ impl Shared {
                 .delayed
                 .push_back((now + Duration::from_millis(delay), event));
         } else {
-            state.events.push_back(event);
-            self.events_ready.notify_waiters();
+            self.queue_event(state, event);
         }
     }
 
@@ -213,8 +290,8 @@ impl Shared {
 
     /// The connection broke: fail what is in flight, tell the application, try again later.
     fn connection_lost(&self, state: &mut State, now: Instant) {
-        for (_, pending) in std::mem::take(&mut state.pending) {
-            let _ = pending.reply_to.send(Err(ZkError::ConnectionLoss));
+        for (xid, pending) in std::mem::take(&mut state.pending) {
+            self.hand_reply(state, xid, pending, Err(ZkError::ConnectionLoss));
         }
         state.lose_reply_of.clear();
         if matches!(state.conn, Conn::Connected { .. }) {
@@ -225,8 +302,8 @@ impl Shared {
 
     /// The session is gone: fail what is in flight and forget the watches.
     fn session_expired(&self, state: &mut State, now: Instant) {
-        for (_, pending) in std::mem::take(&mut state.pending) {
-            let _ = pending.reply_to.send(Err(ZkError::SessionExpired));
+        for (xid, pending) in std::mem::take(&mut state.pending) {
+            self.hand_reply(state, xid, pending, Err(ZkError::SessionExpired));
         }
         state.lose_reply_of.clear();
         state.watches = WatchSet::default();
@@ -304,10 +381,10 @@ impl Shared {
                     self.connection_lost(&mut state, now);
                     return;
                 }
-                let Some(pending) = state.pending.remove(&xid) else {
+                let Some(mut pending) = state.pending.remove(&xid) else {
                     return;
                 };
-                if let Some((class, path)) = pending.watch {
+                if let Some((class, path)) = pending.watch.take() {
                     match (class, &reply) {
                         (WatchClass::Exists, Reply::Ok(Response::Exists(None))) => {
                             state.watches.exist.insert(path);
@@ -321,7 +398,7 @@ impl Shared {
                         _ => {}
                     }
                 }
-                let _ = pending.reply_to.send(Ok((zxid, reply)));
+                self.hand_reply(&mut state, xid, pending, Ok((zxid, reply)));
             }
             Message::Notify(event) => {
                 let path = &event.path;
@@ -351,8 +428,7 @@ impl Shared {
         let mut state = self.lock();
         while state.delayed.front().is_some_and(|(due, _)| *due <= now) {
             let (_, event) = state.delayed.pop_front().expect("checked non-empty");
-            state.events.push_back(event);
-            self.events_ready.notify_waiters();
+            self.queue_event(&mut state, event);
         }
         let timeout = Duration::from_millis(state.timeout_ms);
         let mut wake = match state.conn {
@@ -445,6 +521,8 @@ impl SimClient {
             next_xid: 1,
             pending: BTreeMap::new(),
             watches: WatchSet::default(),
+            replies_handed: 0,
+            replies_untaken: BTreeMap::new(),
             events: VecDeque::new(),
             delayed: VecDeque::new(),
             lose_reply_of: BTreeSet::new(),
@@ -577,7 +655,11 @@ impl SimClient {
                 description: format!("client {}: request {xid} dropped", shared.id),
             });
             shared.connection_lost(&mut state, now);
-            return Ok(receiver);
+            return Ok(ReplyReceiver {
+                receiver,
+                xid,
+                shared: Arc::clone(shared),
+            });
         }
         if state.faults.drop_replies > 0 && faultable {
             state.faults.drop_replies -= 1;
@@ -598,7 +680,11 @@ impl SimClient {
             .net
             .send_on(shared.me(), Addr::Server(server), state.conn_id, message);
         state.last_sent = now;
-        Ok(receiver)
+        Ok(ReplyReceiver {
+            receiver,
+            xid,
+            shared: Arc::clone(shared),
+        })
     }
 
     /// Counts `request` against the armed triggers; a trigger that fires arms its drop on this
@@ -790,10 +876,11 @@ impl ZkClient for SimClient {
             let ready = self.shared.events_ready.notified();
             {
                 let mut state = self.shared.lock();
-                if let Some(event) = state.events.pop_front() {
+                if let Some(event) = Shared::take_event(&mut state) {
                     return Some(event);
                 }
-                if state.conn == Conn::Closed && state.delayed.is_empty() {
+                if state.conn == Conn::Closed && state.delayed.is_empty() && state.events.is_empty()
+                {
                     return None;
                 }
             }
@@ -802,6 +889,6 @@ impl ZkClient for SimClient {
     }
 
     fn try_next_event(&self) -> Option<ClientEvent> {
-        self.shared.lock().events.pop_front()
+        Shared::take_event(&mut self.shared.lock())
     }
 }

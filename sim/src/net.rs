@@ -1,8 +1,20 @@
 //! The simulated network: FIFO links with seeded latency, partitions, and connection resets.
 //!
-//! Every node has a mailbox. [`Net::send`] picks a latency from the network's own seeded PRNG
-//! and delivers the message after it, but never before an earlier message on the same link:
-//! links are FIFO, like the TCP connections ZooKeeper uses.
+//! Every node has a mailbox. [`Net::send`] picks a latency from the network's own seeded PRNG;
+//! the message arrives after it, but never before an earlier message on the same link: links
+//! are FIFO, like the TCP connections ZooKeeper uses, and ZooKeeper's ordering guarantees (one
+//! client's requests in order; a watch event before the reply that reflects it; proposals and
+//! commits in zxid order on a follower) rest on that.
+//!
+//! **FIFO by construction.** Each directed link has one queue of messages in flight, in the
+//! order they were sent, each with its arrival time (at least the previous one's). One delivery
+//! task per link, its *courier*, sleeps until the head's arrival time and hands over every
+//! message whose time has come, in queue order, at one wake-up; it ends when the queue is empty
+//! and the next send starts another. The courier sleeps until the exact arrival time, so a
+//! latency under a millisecond is honoured as drawn (madsim's own `sleep_until` never sleeps
+//! less than 1 ms: see [`crate::clock::sleep_until_exact`]). An earlier design gave each
+//! message its own task and timer; messages sent within one millisecond then woke together and
+//! arrived in the executor's order, not the link's.
 //!
 //! A partition behaves as it does under TCP: a message sent into a cut link is *held* (TCP keeps
 //! retransmitting it), and delivered in order when the link is restored, unless one end gave up
@@ -10,18 +22,23 @@
 //! that dies); then it is lost. The sender learns nothing either way. A message to a process that
 //! is down, or that restarted since the message was sent, is lost.
 //!
-//! Delivery runs as a task on the *sender's* madsim node, so a crashed sender loses what it had
-//! not yet put on the wire, and a paused one delivers late.
+//! The courier runs on the node that sent the link's first message of a burst, so a crashed
+//! sender loses what it had not yet put on the wire ([`Net::detach`] also empties its links),
+//! and a paused one delivers late. Messages released by [`Net::restore`] are carried by a
+//! courier on the node that healed the partition, when the link has none running.
+//!
+//! Every run also audits its links: each message gets a number per link when sent, and
+//! [`Net::link_order`] counts deliveries, and deliveries that came after a later-sent one.
 //!
 //! Not modelled: packet loss inside a connection (TCP retransmits), bandwidth, reordering
 //! across links beyond what latency causes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::clock::{now, Instant};
+use crate::clock::{now, sleep_until_exact, Instant};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -40,22 +57,95 @@ pub struct Envelope {
     pub message: Message,
 }
 
+/// What the network's audit saw of its links' order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkOrder {
+    /// Messages handed to a live mailbox.
+    pub delivered: u64,
+    /// Of those, messages that had been held by a cut link and released when it healed.
+    pub delivered_after_heal: u64,
+    /// Deliveries that came after a message sent later on the same link (0 on FIFO links).
+    pub out_of_order: u64,
+}
+
+/// A message sent and not yet delivered, with its number on its link.
+type Sent = (u64, u64, Message);
+
+/// A message on the wire.
+struct InFlight {
+    arrives: Instant,
+    number: u64,
+    conn: u64,
+    message: Message,
+    /// The receiver's mailbox when the message was sent: a receiver that restarted since has a
+    /// new one, and the message is lost with the old.
+    mailbox: UnboundedSender<Envelope>,
+    released_by_heal: bool,
+}
+
+#[derive(Default)]
+struct Link {
+    in_flight: VecDeque<InFlight>,
+    /// When the last message put on the wire arrives: the next may not arrive before.
+    last_arrival: Option<Instant>,
+    /// The courier now serving `in_flight`, by number; `None` when none is running.
+    courier: Option<u64>,
+    /// Messages sent while the link was cut, oldest first, waiting for it to be restored.
+    held: Vec<Sent>,
+    /// Messages numbered so far (the audit's send order).
+    sent: u64,
+    /// The number of the last message delivered (the audit's delivery order).
+    last_delivered: Option<u64>,
+}
+
+impl Link {
+    /// Forgets the connection: what is in flight or held is lost, and a running courier ends
+    /// at its next wake-up. The audit's numbering goes on.
+    fn reset(&mut self) {
+        self.in_flight.clear();
+        self.held.clear();
+        self.last_arrival = None;
+        self.courier = None;
+    }
+}
+
 struct NetState {
     mailboxes: BTreeMap<Addr, UnboundedSender<Envelope>>,
-    /// When the last message on each link arrives: the next may not arrive before.
-    link_busy_until: BTreeMap<(Addr, Addr), Instant>,
+    links: BTreeMap<(Addr, Addr), Link>,
     /// Directed links that carry nothing for now.
     cut: BTreeSet<(Addr, Addr)>,
-    /// Messages sent into a cut link, oldest first, waiting for it to be restored.
-    held: BTreeMap<(Addr, Addr), Vec<(u64, Message)>>,
+    couriers_started: u64,
+    order: LinkOrder,
     rng: ChaCha8Rng,
     latency_us: Range<u64>,
     started: Instant,
 }
 
+impl NetState {
+    fn reset_links_of(&mut self, addr: Addr) {
+        for ((from, to), link) in &mut self.links {
+            if *from == addr || *to == addr {
+                link.reset();
+            }
+        }
+    }
+}
+
+/// What a courier does after a wake-up.
+enum Next {
+    SleepUntil(Instant),
+    Stop,
+}
+
 /// The network shared by every node of one run.
 pub struct Net {
-    state: Mutex<NetState>,
+    state: Arc<Mutex<NetState>>,
+}
+
+fn lock(state: &Mutex<NetState>) -> MutexGuard<'_, NetState> {
+    state
+        .lock()
+        .expect("network mutex poisoned by a panicking node")
 }
 
 impl Net {
@@ -66,22 +156,21 @@ impl Net {
             "latency range {latency_us:?} is empty"
         );
         Arc::new(Net {
-            state: Mutex::new(NetState {
+            state: Arc::new(Mutex::new(NetState {
                 mailboxes: BTreeMap::new(),
-                link_busy_until: BTreeMap::new(),
+                links: BTreeMap::new(),
                 cut: BTreeSet::new(),
-                held: BTreeMap::new(),
+                couriers_started: 0,
+                order: LinkOrder::default(),
                 rng,
                 latency_us,
                 started: now(),
-            }),
+            })),
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, NetState> {
-        self.state
-            .lock()
-            .expect("network mutex poisoned by a panicking node")
+    fn lock(&self) -> MutexGuard<'_, NetState> {
+        lock(&self.state)
     }
 
     /// Simulated microseconds since the network was made (the run's clock for the history).
@@ -91,36 +180,37 @@ impl Net {
             .expect("a run lasts less than 500k years")
     }
 
+    /// What the audit saw so far: deliveries, and deliveries out of their link's send order.
+    pub fn link_order(&self) -> LinkOrder {
+        self.lock().order
+    }
+
     /// Gives `addr` a fresh mailbox (a process starting or restarting) and returns its inbox.
-    /// Messages sent to the previous incarnation are lost.
+    /// Messages sent to or from the previous incarnation are lost.
     pub fn attach(&self, addr: Addr) -> UnboundedReceiver<Envelope> {
         let (tx, rx) = unbounded_channel();
         let mut state = self.lock();
         state.mailboxes.insert(addr, tx);
-        state
-            .link_busy_until
-            .retain(|(from, to), _| *from != addr && *to != addr);
-        state
-            .held
-            .retain(|(from, to), _| *from != addr && *to != addr);
+        state.reset_links_of(addr);
         rx
     }
 
-    /// Removes `addr`'s mailbox (a process dying); what was held for or from it is lost.
+    /// Removes `addr`'s mailbox (a process dying); what was in flight or held, to or from it,
+    /// is lost.
     pub fn detach(&self, addr: Addr) {
         let mut state = self.lock();
         state.mailboxes.remove(&addr);
-        state
-            .held
-            .retain(|(from, to), _| *from != addr && *to != addr);
+        state.reset_links_of(addr);
     }
 
     /// `addr` gave up on its connections (a client moving to another server): what a partition
     /// held on its links is lost, as TCP data is when a socket is closed.
     pub fn reset(&self, addr: Addr) {
-        self.lock()
-            .held
-            .retain(|(from, to), _| *from != addr && *to != addr);
+        for ((from, to), link) in &mut self.lock().links {
+            if *from == addr || *to == addr {
+                link.held.clear();
+            }
+        }
     }
 
     /// Sends `message` from `from` to `to`, between servers.
@@ -130,37 +220,56 @@ impl Net {
 
     /// Sends `message` from `from` to `to` on client connection `conn`.
     pub fn send_on(&self, from: Addr, to: Addr, conn: u64, message: Message) {
-        let (mailbox, at) = {
-            let mut state = self.lock();
-            if state.cut.contains(&(from, to)) {
-                state
-                    .held
-                    .entry((from, to))
-                    .or_default()
-                    .push((conn, message));
-                return;
-            }
-            let Some(mailbox) = state.mailboxes.get(&to).cloned() else {
-                return;
-            };
-            let range = state.latency_us.clone();
-            let latency = Duration::from_micros(state.rng.random_range(range));
-            let mut at = now() + latency;
-            if let Some(busy) = state.link_busy_until.get(&(from, to)) {
-                at = at.max(*busy + Duration::from_micros(1));
-            }
-            state.link_busy_until.insert((from, to), at);
-            (mailbox, at)
+        let mut state = self.lock();
+        let link = state.links.entry((from, to)).or_default();
+        let number = link.sent;
+        link.sent += 1;
+        if state.cut.contains(&(from, to)) {
+            let link = state.links.get_mut(&(from, to)).expect("entered above");
+            link.held.push((number, conn, message));
+            return;
+        }
+        self.put_on_wire(&mut state, (from, to), (number, conn, message), false);
+    }
+
+    /// Puts a message on the link's wire with a fresh latency, and starts a courier on the
+    /// current node if the link has none.
+    fn put_on_wire(
+        &self,
+        state: &mut NetState,
+        (from, to): (Addr, Addr),
+        (number, conn, message): Sent,
+        released_by_heal: bool,
+    ) {
+        let Some(mailbox) = state.mailboxes.get(&to).cloned() else {
+            return;
         };
-        madsim::task::spawn(async move {
-            madsim::time::sleep_until(at).await;
-            // A closed mailbox is a process that died meanwhile: the message is lost.
-            let _ = mailbox.send(Envelope {
-                from,
-                conn,
-                message,
-            });
+        let range = state.latency_us.clone();
+        let latency = Duration::from_micros(state.rng.random_range(range));
+        let courier_number = state.couriers_started;
+        let link = state
+            .links
+            .get_mut(&(from, to))
+            .expect("a link sent on exists");
+        let mut arrives = now() + latency;
+        if let Some(last) = link.last_arrival {
+            arrives = arrives.max(last);
+        }
+        link.last_arrival = Some(arrives);
+        link.in_flight.push_back(InFlight {
+            arrives,
+            number,
+            conn,
+            message,
+            mailbox,
+            released_by_heal,
         });
+        if link.courier.is_none() {
+            link.courier = Some(courier_number);
+            state.couriers_started += 1;
+            let shared = Arc::clone(&self.state);
+            madsim::task::spawn(courier(shared, (from, to), courier_number));
+        }
     }
 
     /// Cuts the directed link `from → to`.
@@ -168,15 +277,16 @@ impl Net {
         self.lock().cut.insert((from, to));
     }
 
-    /// Restores the directed link `from → to`, and delivers what it held, in order.
+    /// Restores the directed link `from → to`, and puts what it held on the wire, in order.
     pub fn restore(&self, from: Addr, to: Addr) {
-        let held = {
-            let mut state = self.lock();
-            state.cut.remove(&(from, to));
-            state.held.remove(&(from, to)).unwrap_or_default()
+        let mut state = self.lock();
+        state.cut.remove(&(from, to));
+        let held = match state.links.get_mut(&(from, to)) {
+            Some(link) => std::mem::take(&mut link.held),
+            None => return,
         };
-        for (conn, message) in held {
-            self.send_on(from, to, conn, message);
+        for sent in held {
+            self.put_on_wire(&mut state, (from, to), sent, true);
         }
     }
 
@@ -211,4 +321,51 @@ impl Net {
             }
         });
     }
+}
+
+/// A link's courier: delivers what is due, sleeps until the next arrival, ends when the link is
+/// empty or reset (another courier, or none, serves it then).
+async fn courier(state: Arc<Mutex<NetState>>, link: (Addr, Addr), me: u64) {
+    loop {
+        match deliver_due(&state, link, me) {
+            Next::SleepUntil(at) => sleep_until_exact(at).await,
+            Next::Stop => return,
+        }
+    }
+}
+
+/// Hands every message of `link` whose time has come to its mailbox, in link order.
+fn deliver_due(state: &Mutex<NetState>, (from, to): (Addr, Addr), me: u64) -> Next {
+    let mut state = lock(state);
+    let state = &mut *state;
+    let link = state
+        .links
+        .get_mut(&(from, to))
+        .expect("a link with a courier exists");
+    if link.courier != Some(me) {
+        return Next::Stop;
+    }
+    let now = now();
+    while let Some(head) = link.in_flight.front() {
+        if head.arrives > now {
+            return Next::SleepUntil(head.arrives);
+        }
+        let sent = link.in_flight.pop_front().expect("a head");
+        let envelope = Envelope {
+            from,
+            conn: sent.conn,
+            message: sent.message,
+        };
+        // A closed mailbox is a process that died meanwhile: the message is lost.
+        if sent.mailbox.send(envelope).is_ok() {
+            state.order.delivered += 1;
+            state.order.delivered_after_heal += u64::from(sent.released_by_heal);
+            if link.last_delivered.is_some_and(|last| last > sent.number) {
+                state.order.out_of_order += 1;
+            }
+            link.last_delivered = Some(sent.number);
+        }
+    }
+    link.courier = None;
+    Next::Stop
 }

@@ -93,6 +93,8 @@ pub struct Outcome {
     pub failover: Failover,
     /// Simulated time of the whole run.
     pub simulated_ms: u64,
+    /// The network's audit of its links' order over the run.
+    pub links: crate::net::LinkOrder,
 }
 
 impl Outcome {
@@ -316,6 +318,7 @@ pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) 
         history_len: history.len(),
         failover,
         simulated_ms: start.elapsed().as_millis() as u64,
+        links: cluster.net().link_order(),
     };
     (outcome, history)
 }

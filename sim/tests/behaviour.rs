@@ -10,7 +10,7 @@ use common::{isolate, next_watch, session_events, T};
 use std::time::Duration;
 
 use madsim::time::sleep;
-use zkh_recipes::{CreateMode, EventType, SessionEvent, ZkClient, ZkError};
+use zkh_recipes::{ClientEvent, CreateMode, EventType, SessionEvent, ZkClient, ZkError};
 use zkh_sim::clock::now;
 use zkh_sim::cluster::{Cluster, ClusterConfig};
 use zkh_sim::fault::{Fault, NodeRef, ServerRef};
@@ -450,4 +450,56 @@ fn a_write_the_leader_answered_survives_the_leader_dying_before_its_commits_go_o
         checked >= 5,
         "only {checked} of 30 seeds put the writer on the leader"
     );
+}
+
+/// A reply and a later watch event reach the application in the order they arrived, even when
+/// the application polls its events first (as the recipe driver does): the Java client's one
+/// event thread runs reply callbacks and watchers in the order the server sent them. Before,
+/// an event that arrived after a `getData` reply overtook it, and Elastic-Job's election then
+/// waited for ever on a watch that had already fired (catalogue election scenarios, seed 0).
+#[test]
+fn an_event_that_arrived_after_a_reply_is_not_seen_before_it() {
+    for seed in zkh_sim::seed::seeds(0..10) {
+        let first = run_seed(seed, 60, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            let owner = cluster.add_client(0, T, false).await.unwrap();
+            let watcher = cluster.add_client(1, T, false).await.unwrap();
+            owner
+                .create("/n", b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+            // Let the create reach the watcher's server before it reads; forget the session's
+            // own events so far.
+            sleep(Duration::from_millis(50)).await;
+            while watcher.try_next_event().is_some() {}
+            let mut read = Box::pin(watcher.get_data("/n", true));
+            tokio::select! {
+                biased;
+                _ = &mut read => panic!("seed {seed}: a read cannot be answered before it is sent"),
+                () = std::future::ready(()) => {}
+            }
+            // The reply arrives (nobody takes it yet); then the delete fires the watch.
+            sleep(Duration::from_millis(50)).await;
+            owner.delete("/n", -1).await.unwrap();
+            sleep(Duration::from_millis(50)).await;
+            let first = tokio::select! {
+                biased;
+                event = watcher.next_event() => format!("event {event:?}"),
+                reply = &mut read => format!("reply {:?}", reply.map(|(data, _)| data)),
+            };
+            if first.starts_with("event") {
+                return first;
+            }
+            let then = watcher.next_event().await;
+            assert!(
+                matches!(&then, Some(ClientEvent::Watch(w)) if w.event_type == EventType::NodeDeleted),
+                "seed {seed}: then the NodeDeleted, not {then:?}"
+            );
+            first
+        });
+        assert_eq!(
+            first, "reply Ok([])",
+            "seed {seed}: the event overtook the reply"
+        );
+    }
 }
