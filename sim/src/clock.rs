@@ -72,8 +72,8 @@ impl std::future::Future for SleepOnce {
 /// A sleep until exactly `deadline`, however close: madsim's `sleep_until` never sleeps less
 /// than a millisecond (as tokio's does), which lifted every network latency under 1 ms to 1 ms.
 /// `Sleep::reset` sets the deadline as given. Sets its timer once, as [`SleepOnce`] does.
-pub fn sleep_until_exact(deadline: Instant) -> SleepOnce {
-    let mut sleep = madsim::time::sleep_until(deadline);
+pub fn sleep_until_exact(time: &madsim::time::TimeHandle, deadline: Instant) -> SleepOnce {
+    let mut sleep = time.sleep_until(deadline);
     std::pin::Pin::new(&mut sleep).reset(deadline);
     SleepOnce {
         sleep,

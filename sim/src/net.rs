@@ -9,8 +9,8 @@
 //! **FIFO by construction.** Each directed link has one queue of messages in flight, in the
 //! order they were sent, each with its arrival time (at least the previous one's). One delivery
 //! task per link, its *courier*, sleeps until the head's arrival time and hands over every
-//! message whose time has come, in queue order, at one wake-up; it ends when the queue is empty
-//! and the next send starts another. The courier sleeps until the exact arrival time, so a
+//! message whose time has come, in queue order, at one wake-up; when the queue is empty it
+//! parks until the next send wakes it. The courier sleeps until the exact arrival time, so a
 //! latency under a millisecond is honoured as drawn (madsim's own `sleep_until` never sleeps
 //! less than 1 ms: see [`crate::clock::sleep_until_exact`]). An earlier design gave each
 //! message its own task and timer; messages sent within one millisecond then woke together and
@@ -22,10 +22,11 @@
 //! that dies); then it is lost. The sender learns nothing either way. A message to a process that
 //! is down, or that restarted since the message was sent, is lost.
 //!
-//! The courier runs on the node that sent the link's first message of a burst, so a crashed
-//! sender loses what it had not yet put on the wire ([`Net::detach`] also empties its links),
-//! and a paused one delivers late. Messages released by [`Net::restore`] are carried by a
-//! courier on the node that healed the partition, when the link has none running.
+//! The courier runs on the sending node (it is started by the link's first send), so a crashed
+//! sender loses what it had not yet put on the wire (its courier dies with it, and
+//! [`Net::detach`] empties its links), and a paused one delivers late. Messages released by
+//! [`Net::restore`] on a link without a courier are carried by one on the node that healed the
+//! partition, which ends once they are delivered rather than parking there.
 //!
 //! Every run also audits its links: each message gets a number per link when sent, and
 //! [`Net::link_order`] counts deliveries, and deliveries that came after a later-sent one.
@@ -36,9 +37,11 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
-use crate::clock::{now, sleep_until_exact, Instant};
+use crate::clock::{sleep_until_exact, Instant};
+use madsim::time::TimeHandle;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -90,6 +93,8 @@ struct Link {
     last_arrival: Option<Instant>,
     /// The courier now serving `in_flight`, by number; `None` when none is running.
     courier: Option<u64>,
+    /// The waker of the courier, when it is parked on an empty queue.
+    parked: Option<Waker>,
     /// Messages sent while the link was cut, oldest first, waiting for it to be restored.
     held: Vec<Sent>,
     /// Messages numbered so far (the audit's send order).
@@ -106,6 +111,10 @@ impl Link {
         self.held.clear();
         self.last_arrival = None;
         self.courier = None;
+        // A parked courier wakes, finds it no longer serves the link, and ends.
+        if let Some(courier) = self.parked.take() {
+            courier.wake();
+        }
     }
 }
 
@@ -116,6 +125,8 @@ struct NetState {
     cut: BTreeSet<(Addr, Addr)>,
     couriers_started: u64,
     order: LinkOrder,
+    /// The run's clock, kept rather than looked up in madsim's context at every send.
+    time: TimeHandle,
     rng: ChaCha8Rng,
     latency_us: Range<u64>,
     started: Instant,
@@ -134,6 +145,8 @@ impl NetState {
 /// What a courier does after a wake-up.
 enum Next {
     SleepUntil(Instant),
+    /// Nothing in flight: wait for the next send (a courier started by a heal ends instead).
+    Idle,
     Stop,
 }
 
@@ -155,6 +168,7 @@ impl Net {
             latency_us.start < latency_us.end,
             "latency range {latency_us:?} is empty"
         );
+        let time = TimeHandle::current();
         Arc::new(Net {
             state: Arc::new(Mutex::new(NetState {
                 mailboxes: BTreeMap::new(),
@@ -164,7 +178,8 @@ impl Net {
                 order: LinkOrder::default(),
                 rng,
                 latency_us,
-                started: now(),
+                started: time.now_instant(),
+                time,
             })),
         })
     }
@@ -175,9 +190,9 @@ impl Net {
 
     /// Simulated microseconds since the network was made (the run's clock for the history).
     pub fn now_us(&self) -> u64 {
-        let started = self.lock().started;
-        u64::try_from(now().duration_since(started).as_micros())
-            .expect("a run lasts less than 500k years")
+        let state = self.lock();
+        let elapsed = state.time.now_instant().duration_since(state.started);
+        u64::try_from(elapsed.as_micros()).expect("a run lasts less than 500k years")
     }
 
     /// What the audit saw so far: deliveries, and deliveries out of their link's send order.
@@ -247,11 +262,12 @@ impl Net {
         let range = state.latency_us.clone();
         let latency = Duration::from_micros(state.rng.random_range(range));
         let courier_number = state.couriers_started;
+        let now = state.time.now_instant();
         let link = state
             .links
             .get_mut(&(from, to))
             .expect("a link sent on exists");
-        let mut arrives = now() + latency;
+        let mut arrives = now + latency;
         if let Some(last) = link.last_arrival {
             arrives = arrives.max(last);
         }
@@ -268,7 +284,10 @@ impl Net {
             link.courier = Some(courier_number);
             state.couriers_started += 1;
             let shared = Arc::clone(&self.state);
-            madsim::task::spawn(courier(shared, (from, to), courier_number));
+            let parks = !released_by_heal;
+            madsim::task::spawn(courier(shared, (from, to), courier_number, parks));
+        } else if let Some(courier) = link.parked.take() {
+            courier.wake();
         }
     }
 
@@ -323,19 +342,70 @@ impl Net {
     }
 }
 
-/// A link's courier: delivers what is due, sleeps until the next arrival, ends when the link is
-/// empty or reset (another courier, or none, serves it then).
-async fn courier(state: Arc<Mutex<NetState>>, link: (Addr, Addr), me: u64) {
+/// A link's courier: delivers what is due, sleeps until the next arrival, parks while the link
+/// is empty (or ends, unless `parks`), and ends once it no longer serves the link (a reset, or
+/// its node's death).
+async fn courier(state: Arc<Mutex<NetState>>, link: (Addr, Addr), me: u64, parks: bool) {
+    let _serving = Serving {
+        state: Arc::clone(&state),
+        link,
+        me,
+    };
     loop {
-        match deliver_due(&state, link, me) {
-            Next::SleepUntil(at) => sleep_until_exact(at).await,
+        let wait = match deliver_due(&state, link, me, parks) {
+            Next::SleepUntil(at) => Some((lock(&state).time.clone(), at)),
+            Next::Idle => None,
             Next::Stop => return,
+        };
+        match wait {
+            Some((time, at)) => sleep_until_exact(&time, at).await,
+            None => parked(&state, link, me).await,
+        }
+    }
+}
+
+/// Waits until `link` has something in flight, or `me` no longer serves it.
+async fn parked(state: &Mutex<NetState>, link: (Addr, Addr), me: u64) {
+    std::future::poll_fn(|cx| {
+        let mut state = lock(state);
+        let link = state
+            .links
+            .get_mut(&link)
+            .expect("a link with a courier exists");
+        if link.courier != Some(me) || !link.in_flight.is_empty() {
+            return Poll::Ready(());
+        }
+        link.parked = Some(cx.waker().clone());
+        Poll::Pending
+    })
+    .await;
+}
+
+/// Marks the link as without a courier when its courier ends, however it ends (a killed node
+/// drops its tasks), so that the next send starts another.
+struct Serving {
+    state: Arc<Mutex<NetState>>,
+    link: (Addr, Addr),
+    me: u64,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        // A poisoned lock is a run already failing: nothing to keep consistent.
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        if let Some(link) = state.links.get_mut(&self.link) {
+            if link.courier == Some(self.me) {
+                link.courier = None;
+                link.parked = None;
+            }
         }
     }
 }
 
 /// Hands every message of `link` whose time has come to its mailbox, in link order.
-fn deliver_due(state: &Mutex<NetState>, (from, to): (Addr, Addr), me: u64) -> Next {
+fn deliver_due(state: &Mutex<NetState>, (from, to): (Addr, Addr), me: u64, parks: bool) -> Next {
     let mut state = lock(state);
     let state = &mut *state;
     let link = state
@@ -345,7 +415,7 @@ fn deliver_due(state: &Mutex<NetState>, (from, to): (Addr, Addr), me: u64) -> Ne
     if link.courier != Some(me) {
         return Next::Stop;
     }
-    let now = now();
+    let now = state.time.now_instant();
     while let Some(head) = link.in_flight.front() {
         if head.arrives > now {
             return Next::SleepUntil(head.arrives);
@@ -366,6 +436,10 @@ fn deliver_due(state: &Mutex<NetState>, (from, to): (Addr, Addr), me: u64) -> Ne
             link.last_delivered = Some(sent.number);
         }
     }
-    link.courier = None;
-    Next::Stop
+    if parks {
+        Next::Idle
+    } else {
+        link.courier = None;
+        Next::Stop
+    }
 }
