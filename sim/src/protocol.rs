@@ -222,6 +222,23 @@ pub enum Message {
         /// The zxid.
         zxid: i64,
     },
+    /// A follower asks the leader whether a session a client wants to resume is still alive
+    /// (ZooKeeper's REVALIDATE): the leader touches it if so, before the client is answered.
+    Revalidate {
+        /// The client's connection, to answer.
+        origin: Origin,
+        /// The session.
+        session: SessionId,
+    },
+    /// The leader's answer to `Revalidate`.
+    Revalidated {
+        /// The client's connection, to answer.
+        origin: Origin,
+        /// The session.
+        session: SessionId,
+        /// Whether the leader knows the session and is not expiring it.
+        valid: bool,
+    },
     /// Leader ↔ follower heartbeat; a follower's carries the sessions its clients touched.
     Heartbeat {
         /// The epoch.

@@ -503,3 +503,63 @@ fn an_event_that_arrived_after_a_reply_is_not_seen_before_it() {
         );
     }
 }
+
+/// A follower asks the leader whether a session a client resumes still lives before it answers
+/// (ZooKeeper's REVALIDATE), and the leader touches the session as it says yes. Before, a
+/// follower accepted the session on its own: a client cut off for longer than its timeout, but
+/// back before the leader's expiry bucket, reconnected with its session and lost it a moment
+/// later, when the leader, not yet told of the reconnection, expired it (`catalog/lock-partition`
+/// unfenced: the lock's holder lost its session in its critical section).
+#[test]
+fn a_session_resumed_through_a_follower_is_not_expired_under_the_client() {
+    let mut resumed = 0;
+    for seed in zkh_sim::seed::seeds(0..20) {
+        let kept = run_seed(seed, 120, |seed| async move {
+            let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+            let client = cluster.add_client(0, T, false).await.unwrap();
+            client
+                .create("/mine", b"", CreateMode::Ephemeral)
+                .await
+                .unwrap();
+            sleep(Duration::from_millis(seed * 97 % 1000)).await;
+            session_events(&client);
+            // Longer than the timeout, shorter than the leader's bucket may be.
+            let cut_ms = T + 1500 + seed * 53 % 500;
+            cluster.inject(&isolate(0, false, cut_ms)).await;
+            sleep(Duration::from_millis(cut_ms)).await;
+            cluster.end_due_faults();
+            let back = loop {
+                let events = session_events(&client);
+                if let Some(event) = events.iter().find(|event| {
+                    matches!(
+                        event,
+                        SessionEvent::Reconnected { .. } | SessionEvent::Expired
+                    )
+                }) {
+                    break *event;
+                }
+                sleep(Duration::from_millis(50)).await;
+            };
+            if !matches!(back, SessionEvent::Reconnected { .. }) {
+                return None;
+            }
+            // Connected, pinging, no fault: the session and its ephemeral stay.
+            sleep(Duration::from_millis(3 * T)).await;
+            let later = session_events(&client);
+            let mine = client.exists("/mine", false).await;
+            Some((later, mine.map(|stat| stat.is_some())))
+        });
+        if let Some((later, mine)) = kept {
+            resumed += 1;
+            assert!(
+                later.is_empty() && mine == Ok(true),
+                "seed {seed}: a resumed session was lost under its connected client: {later:?}, \
+                 its ephemeral {mine:?}"
+            );
+        }
+    }
+    assert!(
+        resumed >= 5,
+        "only {resumed} of 20 seeds resumed their session: widen the window"
+    );
+}

@@ -1,6 +1,7 @@
 //! A server's side of its clients' connections: sessions, requests, pings and syncs.
 
 use zkh_model::Request;
+use zkh_recipes::SessionId;
 
 use crate::clock::Instant;
 use crate::protocol::{Addr, Message, Origin, Txn, TxnKind};
@@ -50,30 +51,28 @@ impl Server {
                         });
                     }
                     Some(session) => {
-                        let timeout = lock(&self.shared.disk)
+                        let known = lock(&self.shared.disk)
                             .session_timeouts
-                            .get(&session)
-                            .copied();
-                        match timeout {
-                            Some(timeout_ms) => {
-                                // ZooKeeper keeps watches per connection: a new connection of a
-                                // session starts with none, and the client's `SetWatches`
-                                // registers what it still holds. Watches left from an earlier
-                                // connection to this server would fire a second time an event
-                                // the client already had, or will have from `SetWatches`.
-                                lock(&self.shared.disk).model.forget_watches(session);
-                                self.connected.insert(session, (client, conn));
-                                self.touch(session, now);
-                                self.send_client(
-                                    client,
-                                    conn,
-                                    Message::Connected {
-                                        session,
-                                        timeout_ms,
-                                    },
-                                );
+                            .contains_key(&session);
+                        let origin = Origin {
+                            server: self.id,
+                            client,
+                            xid: 0,
+                            conn,
+                        };
+                        match &self.role {
+                            _ if !known => self.send_client(client, conn, Message::Expired),
+                            Role::Leading(leader) => {
+                                let valid = !leader.expiring.contains(&session);
+                                self.resume_session(origin, session, valid, now);
                             }
-                            None => self.send_client(client, conn, Message::Expired),
+                            // Only the leader knows whether the session still lives (it
+                            // expires sessions); it touches it as it answers.
+                            Role::Following { leader, .. } => {
+                                let leader = Addr::Server(*leader);
+                                self.send(leader, Message::Revalidate { origin, session });
+                            }
+                            Role::Looking { .. } => unreachable!("checked serving above"),
                         }
                     }
                 }
@@ -165,5 +164,40 @@ impl Server {
                 self.id
             ),
         }
+    }
+
+    /// Answers a client resuming `session` on `origin`'s connection: `Expired` unless `valid`
+    /// (the leader said the session lives) and this server still knows it.
+    pub(super) fn resume_session(
+        &mut self,
+        origin: Origin,
+        session: SessionId,
+        valid: bool,
+        now: Instant,
+    ) {
+        let Origin { client, conn, .. } = origin;
+        let timeout = lock(&self.shared.disk)
+            .session_timeouts
+            .get(&session)
+            .copied();
+        let Some(timeout_ms) = timeout.filter(|_| valid) else {
+            self.send_client(client, conn, Message::Expired);
+            return;
+        };
+        // ZooKeeper keeps watches per connection: a new connection of a session starts with
+        // none, and the client's `SetWatches` registers what it still holds. Watches left from
+        // an earlier connection to this server would fire a second time an event the client
+        // already had, or will have from `SetWatches`.
+        lock(&self.shared.disk).model.forget_watches(session);
+        self.connected.insert(session, (client, conn));
+        self.touch(session, now);
+        self.send_client(
+            client,
+            conn,
+            Message::Connected {
+                session,
+                timeout_ms,
+            },
+        );
     }
 }

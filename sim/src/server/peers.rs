@@ -145,6 +145,36 @@ impl Server {
                 }
                 _ => {}
             },
+            Message::Revalidate { origin, session } => {
+                if let Role::Leading(leader) = &self.role {
+                    let valid = leader.established
+                        && leader.deadlines.contains_key(&session)
+                        && !leader.expiring.contains(&session);
+                    if valid {
+                        self.touch(session, now);
+                    }
+                    let answer = Message::Revalidated {
+                        origin,
+                        session,
+                        valid,
+                    };
+                    self.send(Addr::Server(from), answer);
+                }
+            }
+            Message::Revalidated {
+                origin,
+                session,
+                valid,
+            } => {
+                let from_my_leader =
+                    matches!(self.role, Role::Following { leader, .. } if leader == from);
+                if from_my_leader && self.serving() {
+                    self.resume_session(origin, session, valid, now);
+                } else {
+                    // The leader changed meanwhile: the client tries again.
+                    self.send_client(origin.client, origin.conn, Message::Refused);
+                }
+            }
             Message::PeerDown => match &mut self.role {
                 Role::Following { leader, .. } if *leader == from => self.become_looking(),
                 Role::Leading(leader) => {
