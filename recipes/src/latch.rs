@@ -28,6 +28,11 @@
 //!   client-side expiry and a new session, it finds its old node (still owned by the dying
 //!   session) first in line and leads again, with no watch to tell it when the server deletes
 //!   that node; another participant then leads too.
+//! - [`LatchVariant::KeepOnSuspend`]: our control for the unfenced catalogue scenarios, the
+//!   smallest change that fencing hides: `Disconnected` (SUSPENDED) leaves leadership as it is,
+//!   and only `Expired` (LOST) ends it (what Curator's `SessionConnectionStateErrorPolicy`
+//!   chooses). A leader cut off past its session leads on while the server hands leadership to
+//!   another; a fenced resource refuses its writes, an unfenced one takes both.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -52,6 +57,8 @@ pub enum LatchVariant {
     TrustPredecessor,
     /// No `ephemeralOwner` check: Curator 5.4.0 (CURATOR-696).
     NoOwnerCheck,
+    /// Leadership survives `Disconnected`; only `Expired` ends it.
+    KeepOnSuspend,
 }
 
 /// What the application asks of a latch.
@@ -326,6 +333,7 @@ impl LatchMachine {
                     }
                 }
             }
+            SessionEvent::Disconnected if self.variant == LatchVariant::KeepOnSuspend => {}
             SessionEvent::Disconnected => self.set_leader(None, out),
             SessionEvent::Expired => {
                 self.session = None;

@@ -12,7 +12,7 @@ use zkh_model::check::{
     MAX_LOAD_PERCENT, PROGRESS, SHORTEN_STATES,
 };
 use zkh_scenarios::export::to_toml;
-use zkh_scenarios::known_bad::known_bad;
+use zkh_scenarios::known_bad::{known_bad, simulator_only};
 use zkh_scenarios::{export, Recipe, RecipeKind};
 
 use crate::walks::run_walks;
@@ -440,6 +440,18 @@ pub(crate) fn write_scenario(
 /// text report, on stderr beside a JSON one): under other options its bug may not be able to
 /// happen, and a pass there does not mean it is fixed.
 pub(crate) fn note_known_bad(recipe: &Recipe, json: bool) {
+    if let Some(entry) = simulator_only(&recipe.name, &recipe.variant) {
+        let note = format!(
+            "note: {} is a known-bad variant of {} that only the simulator catches ({}): {}",
+            entry.variant, recipe.name, entry.scenario, entry.why
+        );
+        if json {
+            eprintln!("{note}");
+        } else {
+            say!("{note}");
+        }
+        return;
+    }
     let Some(entry) = known_bad(&recipe.name, &recipe.variant) else {
         return;
     };

@@ -77,7 +77,7 @@ impl Recipe {
             "latch" => RecipeKind::Latch(variant(
                 name,
                 variant_name,
-                "correct, trust-predecessor, no-owner-check",
+                "correct, trust-predecessor, no-owner-check, keep-on-suspend",
             )?),
             "election" => {
                 RecipeKind::Election(variant(name, variant_name, "correct, check-then-write")?)

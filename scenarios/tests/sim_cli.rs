@@ -397,3 +397,37 @@ fn an_exported_counterexample_runs_as_a_scenario_and_reproduces_within_10_seeds(
     );
     std::fs::remove_dir_all(&out).expect("clean up");
 }
+
+/// The unfenced scenarios' control is caught by them alone: `keep-on-suspend` (a latch whose
+/// leadership survives SUSPENDED) passes the fenced `latch-partition.toml` at the seeds where
+/// its unfenced control is caught, because the resource refuses the stale leader's writes.
+#[test]
+fn fencing_hides_the_control_that_the_unfenced_scenario_catches() {
+    let dir = temp("fencing-hides");
+    let fenced = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/latch-partition.toml"),
+    )
+    .expect("the catalogue's latch-partition")
+    .replace("variant = \"correct\"", "variant = \"keep-on-suspend\"");
+    assert!(fenced.contains("fenced = true"), "{fenced}");
+    let file = dir.join("latch-partition-keep-on-suspend.toml");
+    std::fs::write(&file, fenced).expect("written");
+    let out = dir.join("reports");
+    let (code, stdout, stderr) = zkharness(&[
+        "sweep",
+        file.to_str().expect("utf-8 path"),
+        "--seeds",
+        "0..20",
+        "--out",
+        out.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(code, 0, "fenced, the variant passes: {stdout}{stderr}");
+    let (code, stdout, stderr) = zkharness(&[
+        "sweep",
+        "catalog/control-latch-keep-on-suspend.toml",
+        "--out",
+        out.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(code, 0, "unfenced, its control is caught: {stdout}{stderr}");
+    assert!(stdout.contains("caught@"), "{stdout}");
+}

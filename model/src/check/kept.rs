@@ -259,6 +259,7 @@ mod tests {
             LatchVariant::Correct,
             LatchVariant::TrustPredecessor,
             LatchVariant::NoOwnerCheck,
+            LatchVariant::KeepOnSuspend,
         ] {
             let name = format!("latch {variant:?}");
             assert!(kept_results_are_results_afresh(&name, LatchWorkload { variant }) > 0);

@@ -141,9 +141,10 @@ impl Resolved {
 fn sim_recipe(recipe: RecipeName, name: &str) -> Result<SimRecipe, Problem> {
     Ok(match recipe {
         RecipeName::Lock => SimRecipe::Lock(variant(name, "correct, herd, unprotected")?),
-        RecipeName::Latch => {
-            SimRecipe::Latch(variant(name, "correct, trust-predecessor, no-owner-check")?)
-        }
+        RecipeName::Latch => SimRecipe::Latch(variant(
+            name,
+            "correct, trust-predecessor, no-owner-check, keep-on-suspend",
+        )?),
         RecipeName::Election => SimRecipe::Election(variant(name, "correct, check-then-write")?),
         RecipeName::Master => SimRecipe::Master(variant(name, "correct, no-watch")?),
         RecipeName::Job => SimRecipe::Job(variant(
