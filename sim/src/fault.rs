@@ -222,6 +222,11 @@ pub struct RandomFaults {
     pub partition_ms: u64,
     /// When a randomly killed server restarts.
     pub restart_after_ms: u64,
+    /// Swarm testing: each seed first draws which of the kinds above are on (each with even
+    /// odds) and scales each rate, and the pause's and partition's lengths, by a factor from
+    /// 1/4 to 2, so a sweep mixes kinds, rates and lengths that fixed rates never combine.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub swarm: bool,
 }
 
 /// All the faults of one run.
@@ -243,8 +248,50 @@ pub struct FaultPlan {
 const RANDOM_STEP_MS: u64 = 100;
 
 impl RandomFaults {
-    /// Draws a schedule for a fault phase of `phase_ms` over `clients` client processes.
+    /// This seed's rates under swarm testing: each kind on or off, each rate and length scaled
+    /// (see [`RandomFaults::swarm`]); the rates as given without it.
+    pub fn for_this_seed(&self, rng: &mut ChaCha8Rng) -> RandomFaults {
+        if !self.swarm {
+            return self.clone();
+        }
+        let mut scaled = |rate: f64| {
+            let on = rng.random_bool(0.5);
+            let factor = rng.random_range(0.25..=2.0);
+            if on {
+                rate * factor
+            } else {
+                0.0
+            }
+        };
+        let drop_request_per_s = scaled(self.drop_request_per_s);
+        let drop_reply_per_s = scaled(self.drop_reply_per_s);
+        let expire_session_per_s = scaled(self.expire_session_per_s);
+        let client_side_expiry_per_s = scaled(self.client_side_expiry_per_s);
+        let kill_leader_per_s = scaled(self.kill_leader_per_s);
+        let pause_client_per_s = scaled(self.pause_client_per_s);
+        let partition_client_per_s = scaled(self.partition_client_per_s);
+        let mut length = |ms: u64| (ms as f64 * rng.random_range(0.25..=2.0)).round() as u64;
+        RandomFaults {
+            drop_request_per_s,
+            drop_reply_per_s,
+            expire_session_per_s,
+            client_side_expiry_per_s,
+            kill_leader_per_s,
+            pause_client_per_s,
+            partition_client_per_s,
+            pause_ms: length(self.pause_ms),
+            partition_ms: length(self.partition_ms),
+            restart_after_ms: self.restart_after_ms,
+            swarm: false,
+        }
+    }
+
+    /// Draws a schedule for a fault phase of `phase_ms` over `clients` client processes (under
+    /// swarm testing, from this seed's rates: [`RandomFaults::for_this_seed`]).
     pub fn draw(&self, rng: &mut ChaCha8Rng, phase_ms: u64, clients: u32) -> Vec<ScriptedFault> {
+        if self.swarm {
+            return self.for_this_seed(rng).draw(rng, phase_ms, clients);
+        }
         let mut out = Vec::new();
         let step_s = RANDOM_STEP_MS as f64 / 1000.0;
         let mut at_ms = RANDOM_STEP_MS;
@@ -321,5 +368,118 @@ impl RandomFaults {
         }
         out.sort_by_key(|f| f.at_ms);
         out
+    }
+}
+
+#[cfg(test)]
+mod swarm_tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn harsh(swarm: bool) -> RandomFaults {
+        RandomFaults {
+            drop_request_per_s: 0.5,
+            drop_reply_per_s: 0.5,
+            expire_session_per_s: 0.05,
+            client_side_expiry_per_s: 0.05,
+            kill_leader_per_s: 0.05,
+            pause_client_per_s: 0.2,
+            partition_client_per_s: 0.1,
+            pause_ms: 6000,
+            partition_ms: 5000,
+            restart_after_ms: 2000,
+            swarm,
+        }
+    }
+
+    fn rates(plan: &RandomFaults) -> [f64; 7] {
+        [
+            plan.drop_request_per_s,
+            plan.drop_reply_per_s,
+            plan.expire_session_per_s,
+            plan.client_side_expiry_per_s,
+            plan.kill_leader_per_s,
+            plan.pause_client_per_s,
+            plan.partition_client_per_s,
+        ]
+    }
+
+    #[test]
+    fn without_swarm_the_rates_are_the_rates_given() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        assert_eq!(harsh(false).for_this_seed(&mut rng), harsh(false));
+    }
+
+    #[test]
+    fn swarm_turns_each_kind_off_on_some_seeds_and_scales_it_on_others() {
+        let given = rates(&harsh(true));
+        let mut off = [0; 7];
+        let mut on = [0; 7];
+        let mut mixes = std::collections::BTreeSet::new();
+        let mut pauses = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let drawn = harsh(true).for_this_seed(&mut ChaCha8Rng::seed_from_u64(seed));
+            let again = harsh(true).for_this_seed(&mut ChaCha8Rng::seed_from_u64(seed));
+            assert_eq!(drawn, again, "seed {seed}: the same seed, the same rates");
+            assert!(!drawn.swarm);
+            let mut mix = Vec::new();
+            for (kind, (rate, base)) in rates(&drawn).iter().zip(given).enumerate() {
+                if *rate == 0.0 {
+                    off[kind] += 1;
+                } else {
+                    assert!(
+                        (base / 4.0..=base * 2.0).contains(rate),
+                        "kind {kind}: {rate}"
+                    );
+                    on[kind] += 1;
+                }
+                mix.push(*rate > 0.0);
+            }
+            mixes.insert(mix);
+            assert!(
+                (1500..=12000).contains(&drawn.pause_ms),
+                "{}",
+                drawn.pause_ms
+            );
+            pauses.insert(drawn.pause_ms);
+        }
+        for kind in 0..7 {
+            assert!(
+                off[kind] > 50 && on[kind] > 50,
+                "kind {kind}: off {off:?} on {on:?}"
+            );
+        }
+        assert!(
+            mixes.len() > 60,
+            "only {} mixes of kinds in 200 seeds",
+            mixes.len()
+        );
+        assert!(
+            pauses.len() > 100,
+            "the pause length varies: {}",
+            pauses.len()
+        );
+    }
+
+    #[test]
+    fn a_kind_swarm_turned_off_is_never_drawn() {
+        let mut turned_off = 0;
+        for seed in 0..50 {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let rates = harsh(true).for_this_seed(&mut rng.clone());
+            let drawn = harsh(true).draw(&mut rng, 20_000, 3);
+            let pauses = drawn
+                .iter()
+                .filter(|f| matches!(f.fault, Fault::PauseClient { .. }))
+                .count();
+            if rates.pause_client_per_s == 0.0 {
+                assert_eq!(pauses, 0, "seed {seed}: pauses drawn while off");
+                turned_off += 1;
+            }
+        }
+        assert!(
+            turned_off > 10,
+            "pauses were off on only {turned_off} of 50 seeds"
+        );
     }
 }

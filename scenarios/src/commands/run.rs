@@ -38,10 +38,10 @@ pub(super) fn describe(scenario: &Resolved) -> String {
         },
         plan.scripted.len(),
         plan.triggered.len(),
-        if plan.random.is_some() {
-            "random"
-        } else {
-            "no random"
+        match &plan.random {
+            Some(random) if random.swarm => "random (swarm: kinds and rates drawn per seed)",
+            Some(_) => "random",
+            None => "no random",
         },
         scenario.fault_ms,
         scenario.liveness_ms,
