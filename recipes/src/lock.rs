@@ -37,6 +37,12 @@
 //!   lost reply: the retry creates a second node, and the first, an orphan of a live session,
 //!   blocks everyone behind it (the reason Curator added protection, CURATOR-45 and the
 //!   "protected" create mode).
+//! - [`LockVariant::UnguaranteedDelete`]: our control for fault-budget coverage
+//!   (`zkharness check lock --budgets all`), the smallest change that the default budget cannot
+//!   show: a release whose delete ends in `ConnectionLoss` takes the node for deleted. Right when
+//!   the reply was lost after the delete was applied (the default budget's `drop-reply`), wrong
+//!   when the request was lost before it (`drop-request`): the node of a live session stays
+//!   first in line and no one holds the lock again (why Curator guarantees the delete).
 //!
 //! Not modelled: read/write locks, revocation.
 
@@ -63,6 +69,8 @@ pub enum LockVariant {
     Herd,
     /// No protection: a create that lost its reply leaves an orphan node behind.
     Unprotected,
+    /// A delete that ends in `ConnectionLoss` is taken as done.
+    UnguaranteedDelete,
 }
 
 /// What the application asks of a lock.
@@ -302,7 +310,7 @@ impl LockMachine {
                 self.attempts += 1;
                 self.prefix = match self.variant {
                     LockVariant::Unprotected => "lock-".into(),
-                    LockVariant::Correct | LockVariant::Herd => {
+                    LockVariant::Correct | LockVariant::Herd | LockVariant::UnguaranteedDelete => {
                         format!("_c_{}-{}-lock-", self.uuid, self.attempts).into()
                     }
                 };
@@ -369,7 +377,7 @@ impl LockMachine {
                 Err(ZkError::NoNode) => self.issue(Step::CreateParents(ancestors(&self.dir)), out),
                 Err(ZkError::ConnectionLoss) => match self.variant {
                     LockVariant::Unprotected => self.retry_later(Step::Create, out),
-                    LockVariant::Correct | LockVariant::Herd => {
+                    LockVariant::Correct | LockVariant::Herd | LockVariant::UnguaranteedDelete => {
                         self.retry_later(Step::FindOwn, out)
                     }
                 },
@@ -432,7 +440,9 @@ impl LockMachine {
                     };
                     self.deleted(after, out);
                 }
-                Err(ZkError::ConnectionLoss) => self.retry_later(Step::Delete, out),
+                Err(ZkError::ConnectionLoss) if self.variant != LockVariant::UnguaranteedDelete => {
+                    self.retry_later(Step::Delete, out)
+                }
                 Err(_) => {
                     let Phase::Deleting { after } = self.phase else {
                         unreachable!("deleting outside Deleting")
@@ -482,7 +492,7 @@ impl LockMachine {
         match self.variant {
             // The child watch was set by the listing itself.
             LockVariant::Herd => self.waiting = true,
-            LockVariant::Correct | LockVariant::Unprotected => {
+            LockVariant::Correct | LockVariant::Unprotected | LockVariant::UnguaranteedDelete => {
                 let predecessor = join(&self.dir, locks[position - 1]);
                 let id = self.ids.fresh();
                 self.step = Some((id, Step::WatchPredecessor));

@@ -54,6 +54,13 @@ pub const KNOWN_BAD: &[KnownBad] = &[
         steps: 23,
     },
     KnownBad {
+        recipe: "lock",
+        variant: "unguaranteed-delete",
+        options: &["--faults", "drop-request=1"],
+        property: "leader elected",
+        steps: 22,
+    },
+    KnownBad {
         recipe: "latch",
         variant: "trust-predecessor",
         options: &["--faults", "expire=1"],

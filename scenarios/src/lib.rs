@@ -73,7 +73,11 @@ impl Recipe {
         acting: Acting,
     ) -> Result<Recipe, String> {
         let kind = match name {
-            "lock" => RecipeKind::Lock(variant(name, variant_name, "correct, herd, unprotected")?),
+            "lock" => RecipeKind::Lock(variant(
+                name,
+                variant_name,
+                "correct, herd, unprotected, unguaranteed-delete",
+            )?),
             "latch" => RecipeKind::Latch(variant(
                 name,
                 variant_name,

@@ -87,12 +87,12 @@ enum Command {
     LatchParticipant(commands::ParticipantArgs),
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct ModelArgs {
     /// The recipe: `lock`, `latch`, `election`, `master` or `job` (the sharded job, checked with
     /// `--clients 2`; see README).
     recipe: String,
-    /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`;
+    /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`, `unguaranteed-delete`;
     /// latch: `trust-predecessor`, `no-owner-check`, `keep-on-suspend`; election: `check-then-write`; master:
     /// `no-watch`; job: `one-item-per-idle`, `trust-owners`, `no-cycle-claim`, `uncovered-reshard`).
     #[arg(long, default_value = "correct")]
@@ -121,6 +121,7 @@ struct ModelArgs {
 }
 
 #[derive(Args)]
+#[command(group(clap::ArgGroup::new("seeded").args(["walks", "budgets"]).multiple(true)))]
 struct CheckArgs {
     #[command(flatten)]
     model: ModelArgs,
@@ -211,8 +212,25 @@ struct CheckArgs {
     walks: Option<u64>,
     /// The random walks' seed: walk `w` draws from stream `w` of ChaCha8 seeded with it, so
     /// `--seed S --walks N` repeats exactly.
-    #[arg(long, default_value_t = 0, requires = "walks")]
+    #[arg(long, default_value_t = 0, requires = "seeded")]
     seed: u64,
+    /// Check every fault budget instead of `--faults`: `all` (each of the six kinds alone, and
+    /// every pair of kinds, one fault each: 21 budgets), `singles`, or budgets separated by `;`.
+    /// One row per budget (states, seconds, verdict); the budgets run side by side on every
+    /// core. A budget whose exhaustive check gives up at `--budget-states` continues with
+    /// `--budget-walks` random walks, and its row says so.
+    #[arg(long, value_name = "SPEC", conflicts_with_all = [
+        "walks", "preemptions", "reads_first", "export", "html", "compact_mib", "threads",
+        "max_states", "searcher",
+    ])]
+    budgets: Option<String>,
+    /// With `--budgets`: each budget's exhaustive check gives up after this many generated
+    /// states.
+    #[arg(long, value_name = "N", default_value_t = budgets::BUDGET_STATES, requires = "budgets")]
+    budget_states: usize,
+    /// With `--budgets`: the random walks for a budget whose exhaustive check gave up.
+    #[arg(long, value_name = "N", default_value_t = budgets::BUDGET_WALKS, requires = "budgets")]
+    budget_walks: u64,
 }
 
 /// `--searcher`: [`Searcher`] on the command line.
@@ -272,6 +290,7 @@ fn say(line: std::fmt::Arguments<'_>) {
 /// The exit code of a program whose output pipe closed (128 + SIGPIPE's 13).
 const BROKEN_PIPE: u8 = 141;
 
+mod budgets;
 mod check;
 mod check_html;
 mod commands;
@@ -306,8 +325,11 @@ fn main() -> ExitCode {
         Command::Replay(args) => Ok(commands::replay(args)),
         Command::Shrink(args) => Ok(commands::shrink(args)),
         Command::Report(args) => Ok(commands::report(args)),
-        Command::Check(args) => parse(&args.model)
-            .map(|recipe| any_model!(recipe, model => run_check(model, &recipe, &args))),
+        Command::Check(args) => match &args.budgets {
+            Some(spec) => Ok(budgets::run_budgets(&args, spec)),
+            None => parse(&args.model)
+                .map(|recipe| any_model!(recipe, model => run_check(model, &recipe, &args))),
+        },
         Command::Explore(args) => {
             parse(&args.model).map(|recipe| any_model!(recipe, model => explore(model, args.port)))
         }

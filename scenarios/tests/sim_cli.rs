@@ -431,3 +431,60 @@ fn fencing_hides_the_control_that_the_unfenced_scenario_catches() {
     assert_eq!(code, 0, "unfenced, its control is caught: {stdout}{stderr}");
     assert!(stdout.contains("caught@"), "{stdout}");
 }
+
+/// Determinism across threads: the same seeds swept on one thread and on two, and each run
+/// alone, give the same trace hashes (every seed on a fresh thread with a fresh runtime, the
+/// seed the only entropy). The unfenced lock expected to pass fails on several seeds, and a
+/// sweep reports each failing seed with its trace.
+#[test]
+fn a_seed_gives_the_same_trace_on_one_thread_two_threads_and_alone() {
+    let dir = temp("threads");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/control-lock-unfenced.toml"),
+    )
+    .expect("the control");
+    let expect_at = text.find("[expect]").expect("an expectation");
+    let file = dir.join("unfenced.toml");
+    std::fs::write(&file, &text[..expect_at]).expect("write");
+    let file = file.to_str().expect("utf-8").to_owned();
+    let traces = |jobs: &str| -> Vec<(u64, String)> {
+        let out = dir.join(format!("jobs-{jobs}"));
+        let (code, stdout, stderr) = zkharness(&[
+            "sweep",
+            &file,
+            "--seeds",
+            "0..12",
+            "--jobs",
+            jobs,
+            "--out",
+            out.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(code, 1, "the unfenced lock fails: {stdout}{stderr}");
+        let mut traces: Vec<(u64, String)> = std::fs::read_dir(&out)
+            .expect("the reports")
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| {
+                path.extension().is_some_and(|e| e == "json")
+                    && path.to_string_lossy().contains("-seed")
+            })
+            .map(|path| {
+                let report: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&path).expect("a report"))
+                        .expect("json");
+                let seed = report["seed"].as_u64().expect("a seed");
+                let trace = report["trace"].as_str().expect("a trace").to_owned();
+                (seed, trace)
+            })
+            .collect();
+        traces.sort();
+        traces
+    };
+    let one = traces("1");
+    let two = traces("2");
+    assert!(one.len() >= 2, "several seeds fail and are reported: {one:?}");
+    assert_eq!(one, two, "one thread and two give the same traces");
+    for (seed, trace) in &one {
+        let (_, stdout, _) = zkharness(&["run", &file, "--seed", &seed.to_string()]);
+        assert_eq!(&result_line(&stdout).1, trace, "seed {seed} run alone");
+    }
+}

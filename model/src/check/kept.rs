@@ -247,6 +247,7 @@ mod tests {
             LockVariant::Correct,
             LockVariant::Herd,
             LockVariant::Unprotected,
+            LockVariant::UnguaranteedDelete,
         ] {
             let name = format!("lock {variant:?}");
             assert!(kept_results_are_results_afresh(&name, LockWorkload { variant }) > 0);

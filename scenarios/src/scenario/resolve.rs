@@ -140,7 +140,10 @@ impl Resolved {
 
 fn sim_recipe(recipe: RecipeName, name: &str) -> Result<SimRecipe, Problem> {
     Ok(match recipe {
-        RecipeName::Lock => SimRecipe::Lock(variant(name, "correct, herd, unprotected")?),
+        RecipeName::Lock => SimRecipe::Lock(variant(
+            name,
+            "correct, herd, unprotected, unguaranteed-delete",
+        )?),
         RecipeName::Latch => SimRecipe::Latch(variant(
             name,
             "correct, trust-predecessor, no-owner-check, keep-on-suspend",

@@ -1,0 +1,346 @@
+//! `zkharness check RECIPE --budgets all`: fault-budget coverage.
+//!
+//! The default check explores one budget, one lost reply and one server-side expiry. A bug
+//! that needs a lost request, a client-side expiry, a leader change or a crash, alone or beside
+//! another kind, is outside it. `--budgets all` checks the recipe under every single fault kind
+//! the model knows and every pair of kinds (one of each): 6 budgets of one kind and 15 of two.
+//! `--budgets singles` runs the six alone; a list such as `--budgets "crash=1;expire=1,crash=1"`
+//! runs those (budgets separated by `;`).
+//!
+//! Each budget is its own exhaustive depth-first check, bounded by `--budget-states` (default
+//! [`BUDGET_STATES`]) instead of `--max-states`, so that no one budget eats the run; the budgets
+//! run side by side on every core, one check a thread. Where a budget's check gives up (a
+//! limit), the same budget continues with seeded random walks (`--budget-walks`, default
+//! [`BUDGET_WALKS`], from `--seed`), and its row says so: a pass by walks is evidence, not a
+//! proof. Rows come in the budgets' order whatever order they finished in, so a run's output
+//! is the same on any number of cores.
+//!
+//! Exit code: the first violating budget's (safety or liveness, as `check`), else 0. Each row
+//! gives the command that checks its budget alone, to reproduce or explore it.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use zkh_model::check::{
+    check_searched, walk, Limits, RecipeModel, Verdict, WalkLimits, WalkVerdict, Workload,
+};
+use zkh_scenarios::{any_model, Recipe};
+
+use crate::check::{json_report, violation_code};
+use crate::{say, CheckArgs, BAD_INPUT};
+
+/// The fault kinds of the model, as `--faults` names them.
+pub(crate) const KINDS: [&str; 6] = [
+    "drop-request",
+    "drop-reply",
+    "expire",
+    "client-expire",
+    "leader-change",
+    "crash",
+];
+
+/// Each budget's exhaustive check gives up after this many generated states, unless
+/// `--budget-states` says.
+pub(crate) const BUDGET_STATES: usize = 3_000_000;
+
+/// Random walks for a budget whose exhaustive check gave up, unless `--budget-walks` says.
+pub(crate) const BUDGET_WALKS: u64 = 20_000;
+
+/// The budgets `spec` names: `all`, `singles`, or budgets separated by `;`.
+pub(crate) fn budgets(spec: &str) -> Result<Vec<String>, String> {
+    let singles = KINDS.iter().map(|kind| format!("{kind}=1"));
+    match spec.trim() {
+        "all" => {
+            let mut all: Vec<String> = singles.collect();
+            for (i, first) in KINDS.iter().enumerate() {
+                for second in &KINDS[i + 1..] {
+                    all.push(format!("{first}=1,{second}=1"));
+                }
+            }
+            Ok(all)
+        }
+        "singles" => Ok(singles.collect()),
+        list => {
+            let named: Vec<String> = list
+                .split(';')
+                .map(str::trim)
+                .filter(|budget| !budget.is_empty())
+                .map(str::to_owned)
+                .collect();
+            if named.is_empty() {
+                return Err(format!(
+                    "--budgets {spec:?}: expected all, singles, or budgets separated by ;"
+                ));
+            }
+            for budget in &named {
+                zkh_model::check::FaultBudget::parse(budget)
+                    .map_err(|error| format!("--budgets: {budget:?}: {error}"))?;
+            }
+            Ok(named)
+        }
+    }
+}
+
+/// How one budget's check ended.
+#[derive(Clone, Debug)]
+struct Row {
+    budget: String,
+    /// `exhaustive`, or `walks` where the exhaustive check gave up.
+    how: &'static str,
+    /// A violated property, if any.
+    violation: Option<&'static str>,
+    /// Generated states of the exhaustive check.
+    states: usize,
+    unique_states: usize,
+    /// Walks taken, where the exhaustive check gave up.
+    walks: u64,
+    seconds: f64,
+    /// `sometimes` properties never reached.
+    unreached: Vec<&'static str>,
+}
+
+impl Row {
+    fn verdict(&self) -> String {
+        match (self.violation, self.how) {
+            (Some(property), _) => format!("VIOLATED {property}"),
+            (None, "walks") => format!("no violation in {} walks (not exhaustive)", self.walks),
+            (None, _) => "no violation".to_owned(),
+        }
+    }
+}
+
+/// What every budget's check shares.
+struct Settings {
+    states: usize,
+    walks: u64,
+    seed: u64,
+    max_depth: usize,
+    symmetry: bool,
+}
+
+/// `zkharness check RECIPE --budgets SPEC`.
+pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
+    let list = match budgets(spec) {
+        Ok(list) => list,
+        Err(message) => {
+            eprintln!("zkharness: {message}");
+            return ExitCode::from(BAD_INPUT);
+        }
+    };
+    let settings = Settings {
+        states: args.budget_states,
+        walks: args.budget_walks,
+        seed: args.seed,
+        max_depth: args.max_depth,
+        symmetry: !args.no_symmetry,
+    };
+    // Every budget's recipe is made first: a bad option is one error, before any work.
+    let mut recipes = Vec::new();
+    for budget in &list {
+        let mut model_args = args.model.clone();
+        model_args.faults = budget.clone();
+        match crate::parse(&model_args) {
+            Ok(recipe) => recipes.push(recipe),
+            Err(message) => {
+                eprintln!("zkharness: {message}");
+                return ExitCode::from(BAD_INPUT);
+            }
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+    if !args.json {
+        let first = &recipes[0];
+        say!(
+            "{} ({}), {} clients, acting {:?}: {} budgets, each exhaustive up to {} states, \
+             else {} random walks from seed {}; on {} threads",
+            first.name,
+            first.variant,
+            first.clients,
+            acting_name(first),
+            recipes.len(),
+            settings.states,
+            settings.walks,
+            settings.seed,
+            threads.min(recipes.len())
+        );
+    }
+    let started = Instant::now();
+    let next = AtomicUsize::new(0);
+    let rows: Mutex<Vec<Option<Row>>> = Mutex::new(vec![None; recipes.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(recipes.len()) {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(recipe) = recipes.get(index) else {
+                    return;
+                };
+                let row = any_model!(recipe, model => one_budget(model, recipe, &settings));
+                eprintln!(
+                    "zkharness: budget {} of {}, {}: {} ({:.1} s)",
+                    index + 1,
+                    recipes.len(),
+                    row.budget,
+                    row.verdict(),
+                    row.seconds
+                );
+                rows.lock().expect("no thread panicked holding the rows")[index] = Some(row);
+            });
+        }
+    });
+    let rows: Vec<Row> = rows
+        .into_inner()
+        .expect("no thread panicked holding the rows")
+        .into_iter()
+        .map(|row| row.expect("every budget was checked"))
+        .collect();
+    let seconds = started.elapsed().as_secs_f64();
+    let recipe = &recipes[0];
+    if args.json {
+        let report = json_report(
+            recipe,
+            serde_json::json!({
+                "budgets": rows.iter().map(|row| serde_json::json!({
+                    "faults": row.budget,
+                    "search": row.how,
+                    "states": row.states,
+                    "unique_states": row.unique_states,
+                    "walks": row.walks,
+                    "seconds": row.seconds,
+                    "result": row.violation.map_or("pass", |_| "violation"),
+                    "violation": row.violation,
+                    "sometimes_unreached": row.unreached,
+                    "command": command(recipe, &row.budget),
+                })).collect::<Vec<_>>(),
+                "seconds": seconds,
+                "threads": threads,
+            }),
+        );
+        say!("{report}");
+    } else {
+        say!(
+            "{:<32} {:>12} {:>12} {:>8}  verdict",
+            "faults",
+            "states",
+            "walks",
+            "seconds"
+        );
+        for row in &rows {
+            say!(
+                "{:<32} {:>12} {:>12} {:>8.1}  {}",
+                row.budget,
+                row.states,
+                if row.how == "walks" {
+                    row.walks.to_string()
+                } else {
+                    "-".to_owned()
+                },
+                row.seconds,
+                row.verdict()
+            );
+        }
+        let walked = rows.iter().filter(|row| row.how == "walks").count();
+        say!(
+            "{} budgets in {seconds:.1} s: {} violated, {} exhaustive, {walked} by walks where the \
+             exhaustive check gave up",
+            rows.len(),
+            rows.iter().filter(|row| row.violation.is_some()).count(),
+            rows.len() - walked
+        );
+        for row in rows.iter().filter(|row| row.violation.is_some()) {
+            say!("  its counterexample: {}", command(recipe, &row.budget));
+        }
+    }
+    match rows.iter().find_map(|row| row.violation) {
+        Some(property) => ExitCode::from(violation_code(property)),
+        None => ExitCode::SUCCESS,
+    }
+}
+
+fn acting_name(recipe: &Recipe) -> String {
+    serde_json::to_value(recipe.acting)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The `zkharness check` command that checks `budget` alone.
+fn command(recipe: &Recipe, budget: &str) -> String {
+    format!(
+        "zkharness check {} --variant {} --clients {} --acting {}{} --faults {budget}",
+        recipe.name,
+        recipe.variant,
+        recipe.clients,
+        acting_name(recipe),
+        crate::check::job_shape(recipe)
+    )
+}
+
+fn one_budget<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, settings: &Settings) -> Row {
+    let started = Instant::now();
+    let limits = Limits {
+        max_states: Some(settings.states),
+        max_depth: settings.max_depth,
+        symmetry: settings.symmetry,
+        preemptions: None,
+        compact_mib: None,
+        threads: 1,
+    };
+    let verdict: Verdict =
+        check_searched(&model, limits, crate::SearcherArg::Ours.searcher(), None);
+    let mut row = Row {
+        budget: recipe.faults.clone(),
+        how: "exhaustive",
+        violation: verdict.violation.as_ref().map(|v| v.property),
+        states: verdict.states,
+        unique_states: verdict.unique_states,
+        walks: 0,
+        seconds: 0.0,
+        unreached: verdict.unreached.clone(),
+    };
+    if row.violation.is_none() && !verdict.complete {
+        let walked: WalkVerdict = walk(
+            &model,
+            WalkLimits {
+                walks: settings.walks,
+                seed: settings.seed,
+                max_depth: settings.max_depth,
+            },
+        );
+        row.how = "walks";
+        row.violation = walked.violation.as_ref().map(|v| v.property);
+        row.walks = walked.walks;
+        row.unreached = walked.unreached.clone();
+    }
+    row.seconds = started.elapsed().as_secs_f64();
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_is_every_kind_alone_and_every_pair_once() {
+        let all = budgets("all").expect("all");
+        assert_eq!(all.len(), 6 + 15);
+        let distinct: std::collections::BTreeSet<&String> = all.iter().collect();
+        assert_eq!(distinct.len(), all.len());
+        for budget in &all {
+            zkh_model::check::FaultBudget::parse(budget).expect("a budget the model reads");
+        }
+        assert_eq!(budgets("singles").expect("singles").len(), 6);
+    }
+
+    #[test]
+    fn a_list_is_checked_budget_by_budget() {
+        assert_eq!(
+            budgets("crash=1; expire=1,crash=1").expect("two"),
+            vec!["crash=1", "expire=1,crash=1"]
+        );
+        let error = budgets("crash=1;storm=2").expect_err("an unknown kind");
+        assert!(error.contains("storm"), "{error}");
+        assert!(budgets(" ; ").is_err());
+    }
+}
