@@ -51,7 +51,7 @@ fn a_malformed_file_is_named_with_line_column_and_field() {
         ),
         (
             format!("{lock}variant = \"sloppy\"\n"),
-            "catalog/bad.toml:3:11: workload.variant: unknown variant \"sloppy\" (known: correct, herd, unprotected)",
+            "catalog/bad.toml:3:11: workload.variant: unknown variant \"sloppy\" (known: correct, herd, unprotected, unguaranteed-delete)",
         ),
         (
             format!("{lock}\n[[faults.scripted]]\nat_ms = 100\nfault = {{ kind = \"crash-client\", client = 7 }}\n"),

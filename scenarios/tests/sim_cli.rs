@@ -481,7 +481,10 @@ fn a_seed_gives_the_same_trace_on_one_thread_two_threads_and_alone() {
     };
     let one = traces("1");
     let two = traces("2");
-    assert!(one.len() >= 2, "several seeds fail and are reported: {one:?}");
+    assert!(
+        one.len() >= 2,
+        "several seeds fail and are reported: {one:?}"
+    );
     assert_eq!(one, two, "one thread and two give the same traces");
     for (seed, trace) in &one {
         let (_, stdout, _) = zkharness(&["run", &file, "--seed", &seed.to_string()]);
