@@ -158,7 +158,7 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
             first.name,
             first.variant,
             first.clients,
-            acting_name(first),
+            first.acting_name(),
             recipes.len(),
             settings.states,
             settings.walks,
@@ -258,13 +258,6 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
     }
 }
 
-fn acting_name(recipe: &Recipe) -> String {
-    serde_json::to_value(recipe.acting)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 /// The `zkharness check` command that checks `budget` alone.
 fn command(recipe: &Recipe, budget: &str) -> String {
     format!(
@@ -272,7 +265,7 @@ fn command(recipe: &Recipe, budget: &str) -> String {
         recipe.name,
         recipe.variant,
         recipe.clients,
-        acting_name(recipe),
+        recipe.acting_name(),
         crate::check::job_shape(recipe)
     )
 }

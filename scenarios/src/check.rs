@@ -358,7 +358,7 @@ pub(crate) fn print_banner(recipe: &Recipe) {
         recipe.variant,
         recipe.clients,
         recipe.faults,
-        serde_json::to_value(recipe.acting).expect("a name")
+        format!("{:?}", recipe.acting_name())
     );
 }
 
@@ -440,29 +440,23 @@ pub(crate) fn write_scenario(
 /// text report, on stderr beside a JSON one): under other options its bug may not be able to
 /// happen, and a pass there does not mean it is fixed.
 pub(crate) fn note_known_bad(recipe: &Recipe, json: bool) {
-    if let Some(entry) = simulator_only(&recipe.name, &recipe.variant) {
-        let note = format!(
+    let note = if let Some(entry) = simulator_only(&recipe.name, &recipe.variant) {
+        format!(
             "note: {} is a known-bad variant of {} that only the simulator catches ({}): {}",
             entry.variant, recipe.name, entry.scenario, entry.why
-        );
-        if json {
-            eprintln!("{note}");
-        } else {
-            say!("{note}");
-        }
-        return;
-    }
-    let Some(entry) = known_bad(&recipe.name, &recipe.variant) else {
+        )
+    } else if let Some(entry) = known_bad(&recipe.name, &recipe.variant) {
+        format!(
+            "note: {} is a known-bad variant of {}, and this check did not show its bug; it \
+             breaks \"{}\" under: {}",
+            entry.variant,
+            recipe.name,
+            entry.property,
+            entry.command()
+        )
+    } else {
         return;
     };
-    let note = format!(
-        "note: {} is a known-bad variant of {}, and this check did not show its bug; it \
-         breaks \"{}\" under: {}",
-        entry.variant,
-        recipe.name,
-        entry.property,
-        entry.command()
-    );
     if json {
         eprintln!("{note}");
     } else {

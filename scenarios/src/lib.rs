@@ -109,6 +109,14 @@ impl Recipe {
         })
     }
 
+    /// The name `--acting` gives this recipe's acting: `caught-up`, `fenced` or `unfenced`.
+    pub fn acting_name(&self) -> String {
+        let name = serde_json::to_value(self.acting).expect("an acting serializes");
+        name.as_str()
+            .expect("an acting serializes to its name")
+            .to_owned()
+    }
+
     fn model<W: Workload>(&self, workload: W) -> RecipeModel<W> {
         RecipeModel::new(workload, self.clients, self.budget, self.acting)
     }

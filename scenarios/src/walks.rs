@@ -82,7 +82,7 @@ pub(crate) fn run_walks<W: Workload>(
         recipe.variant,
         recipe.clients,
         recipe.faults,
-        serde_json::to_value(recipe.acting).expect("a name").as_str().expect("a name"),
+        recipe.acting_name(),
         job_shape(recipe),
         args.max_depth,
         args.seed,

@@ -104,7 +104,7 @@ enum WatchClass {
 type ReplyResult = Result<(i64, Reply), ZkError>;
 
 /// Where the reply to request `xid` will come. Events that arrived after the reply wait until
-/// it is taken: until this future returns it, or is dropped.
+/// it is taken: until this future is dropped, which an `.await` does as it returns the reply.
 struct ReplyReceiver {
     receiver: oneshot::Receiver<ReplyResult>,
     xid: u64,
@@ -118,11 +118,7 @@ impl std::future::Future for ReplyReceiver {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
-        let taken = std::pin::Pin::new(&mut self.receiver).poll(cx);
-        if taken.is_ready() {
-            self.shared.reply_taken(self.xid);
-        }
-        taken
+        std::pin::Pin::new(&mut self.receiver).poll(cx)
     }
 }
 
@@ -196,10 +192,16 @@ impl Shared {
 
     /// Hands `result` to the future of request `xid`; until that future takes it, later events
     /// wait.
-    fn hand_reply(&self, state: &mut State, xid: u64, pending: Pending, result: ReplyResult) {
+    fn hand_reply(
+        &self,
+        state: &mut State,
+        xid: u64,
+        reply_to: oneshot::Sender<ReplyResult>,
+        result: ReplyResult,
+    ) {
         let place = state.replies_handed;
         state.replies_handed += 1;
-        if pending.reply_to.send(result).is_ok() {
+        if reply_to.send(result).is_ok() {
             state.replies_untaken.insert(xid, place);
         }
     }
@@ -291,7 +293,7 @@ impl Shared {
     /// The connection broke: fail what is in flight, tell the application, try again later.
     fn connection_lost(&self, state: &mut State, now: Instant) {
         for (xid, pending) in std::mem::take(&mut state.pending) {
-            self.hand_reply(state, xid, pending, Err(ZkError::ConnectionLoss));
+            self.hand_reply(state, xid, pending.reply_to, Err(ZkError::ConnectionLoss));
         }
         state.lose_reply_of.clear();
         if matches!(state.conn, Conn::Connected { .. }) {
@@ -303,7 +305,7 @@ impl Shared {
     /// The session is gone: fail what is in flight and forget the watches.
     fn session_expired(&self, state: &mut State, now: Instant) {
         for (xid, pending) in std::mem::take(&mut state.pending) {
-            self.hand_reply(state, xid, pending, Err(ZkError::SessionExpired));
+            self.hand_reply(state, xid, pending.reply_to, Err(ZkError::SessionExpired));
         }
         state.lose_reply_of.clear();
         state.watches = WatchSet::default();
@@ -381,10 +383,10 @@ impl Shared {
                     self.connection_lost(&mut state, now);
                     return;
                 }
-                let Some(mut pending) = state.pending.remove(&xid) else {
+                let Some(pending) = state.pending.remove(&xid) else {
                     return;
                 };
-                if let Some((class, path)) = pending.watch.take() {
+                if let Some((class, path)) = pending.watch {
                     match (class, &reply) {
                         (WatchClass::Exists, Reply::Ok(Response::Exists(None))) => {
                             state.watches.exist.insert(path);
@@ -398,7 +400,7 @@ impl Shared {
                         _ => {}
                     }
                 }
-                self.hand_reply(&mut state, xid, pending, Ok((zxid, reply)));
+                self.hand_reply(&mut state, xid, pending.reply_to, Ok((zxid, reply)));
             }
             Message::Notify(event) => {
                 let path = &event.path;

@@ -236,11 +236,11 @@ impl Net {
     /// Sends `message` from `from` to `to` on client connection `conn`.
     pub fn send_on(&self, from: Addr, to: Addr, conn: u64, message: Message) {
         let mut state = self.lock();
+        let cut = state.cut.contains(&(from, to));
         let link = state.links.entry((from, to)).or_default();
         let number = link.sent;
         link.sent += 1;
-        if state.cut.contains(&(from, to)) {
-            let link = state.links.get_mut(&(from, to)).expect("entered above");
+        if cut {
             link.held.push((number, conn, message));
             return;
         }
@@ -284,8 +284,9 @@ impl Net {
             link.courier = Some(courier_number);
             state.couriers_started += 1;
             let shared = Arc::clone(&self.state);
+            let time = state.time.clone();
             let parks = !released_by_heal;
-            madsim::task::spawn(courier(shared, (from, to), courier_number, parks));
+            madsim::task::spawn(courier(shared, time, (from, to), courier_number, parks));
         } else if let Some(courier) = link.parked.take() {
             courier.wake();
         }
@@ -345,21 +346,23 @@ impl Net {
 /// A link's courier: delivers what is due, sleeps until the next arrival, parks while the link
 /// is empty (or ends, unless `parks`), and ends once it no longer serves the link (a reset, or
 /// its node's death).
-async fn courier(state: Arc<Mutex<NetState>>, link: (Addr, Addr), me: u64, parks: bool) {
+async fn courier(
+    state: Arc<Mutex<NetState>>,
+    time: TimeHandle,
+    link: (Addr, Addr),
+    me: u64,
+    parks: bool,
+) {
     let _serving = Serving {
         state: Arc::clone(&state),
         link,
         me,
     };
     loop {
-        let wait = match deliver_due(&state, link, me, parks) {
-            Next::SleepUntil(at) => Some((lock(&state).time.clone(), at)),
-            Next::Idle => None,
+        match deliver_due(&state, link, me, parks) {
+            Next::SleepUntil(at) => sleep_until_exact(&time, at).await,
+            Next::Idle => parked(&state, link, me).await,
             Next::Stop => return,
-        };
-        match wait {
-            Some((time, at)) => sleep_until_exact(&time, at).await,
-            None => parked(&state, link, me).await,
         }
     }
 }

@@ -63,7 +63,7 @@ impl Server {
                         match &self.role {
                             _ if !known => self.send_client(client, conn, Message::Expired),
                             Role::Leading(leader) => {
-                                let valid = !leader.expiring.contains(&session);
+                                let valid = leader.vouches_for(session);
                                 self.resume_session(origin, session, valid, now);
                             }
                             // Only the leader knows whether the session still lives (it

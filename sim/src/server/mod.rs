@@ -166,6 +166,17 @@ struct Leader {
     expiring: BTreeSet<SessionId>,
 }
 
+impl Leader {
+    /// Whether this leader vouches that `session` lives, for a client resuming it here or
+    /// through a follower (ZooKeeper's REVALIDATE): established, it knows the session and is not
+    /// expiring it.
+    fn vouches_for(&self, session: SessionId) -> bool {
+        self.established
+            && self.deadlines.contains_key(&session)
+            && !self.expiring.contains(&session)
+    }
+}
+
 enum Role {
     Looking {
         votes: BTreeMap<u32, (Instant, u32, i64)>,

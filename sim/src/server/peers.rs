@@ -147,9 +147,7 @@ impl Server {
             },
             Message::Revalidate { origin, session } => {
                 if let Role::Leading(leader) = &self.role {
-                    let valid = leader.established
-                        && leader.deadlines.contains_key(&session)
-                        && !leader.expiring.contains(&session);
+                    let valid = leader.vouches_for(session);
                     if valid {
                         self.touch(session, now);
                     }
