@@ -604,6 +604,7 @@ pub fn leader_elected(
             why.push_str(&after_us.to_string());
             why.push_str(" us");
         }
+        why.push_str(&activity(history, after_us, within_us));
         why
     });
     let summary = || {
@@ -618,6 +619,45 @@ pub fn leader_elected(
     }
     finding
 }
+
+/// How busy the clients were in the window a liveness property judged, from `after_us` for
+/// `within_us` (or to the last entry): "; busy: N requests in S s (R a second) ..." when they
+/// kept issuing requests (a recipe that never settles), "; idle: ..." when they did not (a recipe
+/// that waits for news that never comes). Empty when the window has no length.
+fn activity(history: &impl Entries, after_us: u64, within_us: u64) -> String {
+    let last_us = history.each().last().map_or(0, |entry| entry.at_us);
+    let end_us = last_us.min(after_us.saturating_add(within_us));
+    if end_us <= after_us {
+        return String::new();
+    }
+    let requests = (history.each())
+        .filter(|entry| entry.at_us > after_us && entry.at_us <= end_us)
+        .filter(|entry| matches!(entry.event, HistoryEvent::Invoke { .. }))
+        .count();
+    let seconds = (end_us - after_us) as f64 / 1e6;
+    let per_second = requests as f64 / seconds;
+    let (state, meaning) = if per_second >= BUSY_REQUESTS_PER_SECOND {
+        ("busy", "the clients kept working without getting anywhere")
+    } else {
+        ("idle", "the clients waited for news that never came")
+    };
+    let span_us = end_us - after_us;
+    let span = if span_us >= 1_000_000 {
+        format!("{seconds:.1} s")
+    } else if span_us >= 1_000 {
+        format!("{} ms", span_us / 1_000)
+    } else {
+        format!("{span_us} us")
+    };
+    format!(
+        "; {state}: {requests} requests in the {span} judged ({per_second:.1} a second): {meaning}"
+    )
+}
+
+/// The rate of requests, all clients together, above which a window without a leader counts as
+/// busy rather than idle: a correct recipe at rest issues none (it waits on watches), and one
+/// retrying after ConnectionLoss every 10 to 100 ms issues more.
+pub const BUSY_REQUESTS_PER_SECOND: f64 = 5.0;
 
 /// If `entry` is a client's role, the client and whether the role is one of `roles`, held.
 fn role_entry(entry: &HistoryEntry, roles: &[&str]) -> Option<(u32, bool)> {

@@ -29,8 +29,8 @@ use zkh_recipes::symmetry::{
     memoized, ByRenaming, Outline, Recording, RenamedCache, Renaming, Renamings, Symmetric,
 };
 
-/// A shared, hash-cached value.
-#[derive(Clone, Debug)]
+/// A shared, hash-cached value. It prints as its value alone (its caches are no part of it).
+#[derive(Clone)]
 pub struct Shared<T> {
     value: Arc<Cached<T>>,
 }
@@ -117,6 +117,12 @@ impl<T: Hash + Clone> Shared<T> {
     /// The value, to change (its hashes are computed again when next asked for).
     pub fn to_mut(&mut self) -> SharedMut<'_, T> {
         SharedMut { shared: self }
+    }
+}
+
+impl<T: Debug> Debug for Shared<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.value.value.fmt(f)
     }
 }
 

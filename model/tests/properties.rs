@@ -326,14 +326,23 @@ fn leader_elected_and_changing_hands() {
     assert!(properties::leader_elected(&h, &["leader"], 30, 20).holds);
     let late = properties::leader_elected(&h, &["leader"], 30, 5);
     assert!(!late.holds);
-    assert_eq!(late.detail, "no leader within 5 us of 30 us");
+    let idle = "idle: 0 requests in the 5 us judged (0.0 a second): the clients waited for news \
+                that never came";
+    assert_eq!(
+        late.detail,
+        format!("no leader within 5 us of 30 us; {idle}")
+    );
     assert_eq!(late.at_us, Some(35), "the deadline that passed");
     let either = properties::leader_elected(&h, &["a", "b"], 30, 5).detail;
-    assert_eq!(either, "no a or b within 5 us of 30 us");
+    assert_eq!(either, format!("no a or b within 5 us of 30 us; {idle}"));
     let unbounded = properties::leader_elected(&h, &["a"], 30, properties::UNBOUNDED_US);
     assert_eq!(
         (unbounded.detail.as_str(), unbounded.at_us),
-        ("no a after 30 us, to the end of the run", None),
+        (
+            "no a after 30 us, to the end of the run; idle: 0 requests in the 10 us judged \
+             (0.0 a second): the clients waited for news that never came",
+            None
+        ),
         "the model checker's unbounded window is said in words"
     );
     assert!(
@@ -412,4 +421,43 @@ fn no_shard_executed_twice_and_no_shard_lost() {
     let mut plain = History::new();
     run(&mut plain, 1, 0, 0, 1, false);
     assert!(!sometimes::item_failed_over(&plain, "/orders-job").holds);
+}
+
+/// A liveness failure says whether the clients were busy (a recipe that never settles) or idle
+/// (one that waits for news that never comes) in the window judged.
+#[test]
+fn leader_elected_says_whether_the_clients_were_busy_or_idle() {
+    let mut h = History::new();
+    role(&mut h, 100, 0, "leader", Some(3));
+    role(&mut h, 200, 0, "none", None);
+    for at in 0..50u64 {
+        h.push(
+            1_000_000 + at * 20_000,
+            HistoryEvent::Invoke {
+                client: 1,
+                session: SessionId(7),
+                xid: at + 1,
+                request: Request::GetChildren {
+                    path: "/latch".into(),
+                    watch: false,
+                },
+            },
+        );
+    }
+    let busy = properties::leader_elected(&h, &["leader"], 1_000_000, 1_000_000);
+    assert!(!busy.holds);
+    assert!(
+        busy.detail.ends_with(
+            "busy: 49 requests in the 980 ms judged (50.0 a second): the clients kept working \
+             without getting anywhere"
+        ),
+        "{}",
+        busy.detail
+    );
+    let idle = properties::leader_elected(&h, &["leader"], 200, 900_000);
+    assert!(
+        idle.detail.contains("idle: 0 requests in the 900 ms"),
+        "{}",
+        idle.detail
+    );
 }

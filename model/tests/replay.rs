@@ -520,6 +520,11 @@ fn symmetric_walks<W: Workload>(plain: RecipeModel<W>) -> (usize, usize) {
         let Some(violation) = walk(&symmetric, limits).violation else {
             continue;
         };
+        if violation.loop_start.is_some() {
+            // A livelock, on a walk cut off at its depth: not an invariant's failure to shrink
+            // (`tests/livelock.rs` replays those).
+            continue;
+        }
         found += 1;
         let property = violation.property;
         assert!(

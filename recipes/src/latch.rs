@@ -33,6 +33,12 @@
 //!   and only `Expired` (LOST) ends it (what Curator's `SessionConnectionStateErrorPolicy`
 //!   chooses). A leader cut off past its session leads on while the server hands leadership to
 //!   another; a fenced resource refuses its writes, an unfenced one takes both.
+//! - [`LatchVariant::RequeueWhenBehind`]: our control for the model checker's livelock verdict,
+//!   the smallest change that never settles: a participant that is not first deletes its node
+//!   and queues again, instead of watching its predecessor. It is never first while the leader
+//!   leads, so it deletes and creates for ever. Nothing is ever unsafe, someone always leads,
+//!   and each round is a new state (the zxid and the sequence suffix move on), so only a search
+//!   that compares states modulo those numbers sees it come back.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -59,6 +65,8 @@ pub enum LatchVariant {
     NoOwnerCheck,
     /// Leadership survives `Disconnected`; only `Expired` ends it.
     KeepOnSuspend,
+    /// Not first in line: delete the node and queue again, instead of watching the predecessor.
+    RequeueWhenBehind,
 }
 
 /// What the application asks of a latch.
@@ -95,6 +103,8 @@ enum Step {
     CheckOwner,
     WatchPredecessor(String),
     Delete,
+    /// The known-bad [`LatchVariant::RequeueWhenBehind`]: delete our node to queue again.
+    Requeue,
 }
 
 /// Curator's `LeaderLatch` as a state machine.
@@ -173,7 +183,7 @@ impl LatchMachine {
                 path: path.clone(),
                 watch: true,
             },
-            Step::Delete => Request::Delete {
+            Step::Delete | Step::Requeue => Request::Delete {
                 path: self.node.clone().expect("deleting needs a node"),
                 version: -1,
             },
@@ -282,6 +292,7 @@ impl LatchMachine {
             (Step::CheckOwner, Ok(Response::Exists(None))) => self.reset(out),
             (Step::WatchPredecessor(path), Ok(_)) => self.watching = Some(path),
             (Step::WatchPredecessor(_), Err(ZkError::NoNode)) => self.issue(Step::List, out),
+            (Step::Requeue, Ok(_) | Err(ZkError::NoNode)) => self.reset(out),
             (Step::Delete, _) => {
                 self.node = None;
                 out.push(Command::Report(LatchReport::Closed));
@@ -304,6 +315,10 @@ impl LatchMachine {
         match latches.iter().position(|c| Some(c.as_str()) == own) {
             None => self.reset(out),
             Some(0) => self.issue(Step::CheckOwner, out),
+            Some(_) if self.variant == LatchVariant::RequeueWhenBehind => {
+                self.set_leader(None, out);
+                self.issue(Step::Requeue, out);
+            }
             Some(position) => {
                 self.set_leader(None, out);
                 let predecessor = join(&self.dir, latches[position - 1]);
@@ -470,6 +485,7 @@ impl Symmetric for Step {
             Step::CreateParents(paths) => hash_ordered(paths.iter(), renaming, state),
             Step::WatchPredecessor(path) => path.hash_renamed(renaming, state),
             Step::Create | Step::FindOwn | Step::List | Step::CheckOwner | Step::Delete => {}
+            Step::Requeue => {}
         }
     }
 }

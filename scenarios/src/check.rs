@@ -8,8 +8,8 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
-    check_searched, Action, GaveUp, Limits, Progress, RecipeModel, State, Workload,
-    MAX_LOAD_PERCENT, PROGRESS, SHORTEN_STATES,
+    check_searched, Action, DeepLoops, GaveUp, Lasso, Limits, Progress, RecipeModel, State,
+    Workload, LIVELOCK, MAX_LOAD_PERCENT, PROGRESS, SHORTEN_STATES,
 };
 use zkh_scenarios::export::to_toml;
 use zkh_scenarios::known_bad::{known_bad, simulator_only};
@@ -102,6 +102,12 @@ pub(crate) fn run_check<W: Workload>(
     let seconds = started.elapsed().as_secs_f64();
     let per_second = verdict.unique_states as f64 / seconds.max(1e-9);
     let final_state = (verdict.violation.as_ref()).map(|violation| replay(&model, &violation.path));
+    let lasso = (verdict.violation.as_ref()).and_then(|violation| {
+        (violation.loop_start).map(|loop_start| Lasso {
+            path: violation.path.clone(),
+            loop_start,
+        })
+    });
     if let (Some(path), Some(violation)) = (&args.export, &verdict.violation) {
         if let Err(message) = write_scenario(path, recipe, violation.property, &violation.path) {
             eprintln!("zkharness: {message}");
@@ -118,7 +124,14 @@ pub(crate) fn run_check<W: Workload>(
                     verdict.unique_states.to_string(),
                 ),
                 ("shortest".to_owned(), violation.shortest.to_string()),
-            ],
+            ]
+            .into_iter()
+            .chain(lasso.as_ref().map(|lasso| {
+                let loop_steps = format!("steps {} to {}", lasso.loop_start + 1, lasso.path.len());
+                ("loop".to_owned(), loop_steps)
+            }))
+            .collect(),
+            lasso: lasso.clone(),
         };
         if let Err(message) = crate::check_html::write(file, &model, recipe, &found) {
             eprintln!("zkharness: {message}");
@@ -133,6 +146,7 @@ pub(crate) fn run_check<W: Workload>(
                 "path": steps,
                 "shortest": violation.shortest,
                 "found_steps": violation.found_steps,
+                "loop_first_step": violation.loop_start.map(|start| start + 1),
             }),
             _ if !verdict.complete => serde_json::json!("incomplete"),
             _ => serde_json::json!("pass"),
@@ -166,6 +180,7 @@ pub(crate) fn run_check<W: Workload>(
                     "compared": compaction.compared,
                     "expected_missed": compaction.expected_missed(),
                 })),
+                "deep_paths": verdict.deep_loops.as_ref().map(deep_loops_json),
                 "result": result,
             }),
         );
@@ -229,6 +244,17 @@ pub(crate) fn run_check<W: Workload>(
         }
         print_unreached(&verdict.unreached, "a pass says less");
         match (&verdict.violation, &final_state) {
+            (Some(violation), Some((state, steps))) if violation.loop_start.is_some() => {
+                let lasso = lasso.as_ref().expect("a livelock has its lasso");
+                say!("VIOLATION of {LIVELOCK}: {}", lasso.detail());
+                say!(
+                    "counterexample, {} steps: a stem of {} steps, then a loop of {}",
+                    steps.len(),
+                    lasso.loop_start,
+                    steps.len() - lasso.loop_start
+                );
+                print_lasso_steps(steps, lasso.loop_start, args);
+            }
             (Some(violation), Some((state, steps))) => {
                 print_violation(&model, violation.property, state);
                 if violation.shortest {
@@ -262,10 +288,9 @@ pub(crate) fn run_check<W: Workload>(
                 ),
                 Some(GaveUp::Depth(max)) => say!(
                     "INCOMPLETE: no violation in {} states, but some paths are longer than \
-                     --max-depth {max} steps\n(a recipe that can repeat a step for ever has no \
-                     end: look for a loop in the deepest paths, e.g. with `zkharness explore`; \
-                     or raise --max-depth)",
-                    verdict.states
+                     --max-depth {max} steps\n{}",
+                    verdict.states,
+                    deep_loops_text(verdict.deep_loops.as_ref())
                 ),
                 None => {
                     let bounds: Vec<String> = (args.preemptions)
@@ -303,7 +328,7 @@ pub(crate) fn run_check<W: Workload>(
 /// for an `always` one.
 pub(crate) fn violation_code(property: &str) -> u8 {
     match property {
-        "leader elected" | "no shard lost" => exit::LIVENESS,
+        "leader elected" | "no shard lost" | LIVELOCK => exit::LIVENESS,
         _ => exit::SAFETY,
     }
 }
@@ -389,6 +414,50 @@ pub(crate) fn print_violation<W: Workload>(
             .unwrap_or_default()
     };
     say!("VIOLATION of {property}: {detail}");
+}
+
+/// What the paths a search cut off at its depth showed, for the JSON report.
+fn deep_loops_json(deep: &DeepLoops) -> serde_json::Value {
+    match deep {
+        DeepLoops::Livelock(_) => serde_json::json!({"livelock": true}),
+        DeepLoops::RepeatedNotLivelock { paths } => {
+            serde_json::json!({"examined": paths, "came_back": true, "livelock": false})
+        }
+        DeepLoops::NotRepeated { paths } => {
+            serde_json::json!({"examined": paths, "came_back": false, "livelock": false})
+        }
+    }
+}
+
+/// What the paths a search cut off at its depth showed, and what to do next, in words.
+fn deep_loops_text(deep: Option<&DeepLoops>) -> String {
+    let next = "raise --max-depth, or sample deeper with --walks N";
+    match deep {
+        Some(DeepLoops::RepeatedNotLivelock { paths }) => format!(
+            "(of {paths} paths cut off there and examined, some came back to a state they had been \
+             in, up to the numbers that only grow, but each such loop made progress or left a \
+             client's step waiting: no livelock; {next})"
+        ),
+        Some(DeepLoops::NotRepeated { paths }) => format!(
+            "(none of {paths} paths cut off there and examined came back to a state it had been in, \
+             up to the numbers that only grow: the space is deep, not looping; {next})"
+        ),
+        Some(DeepLoops::Livelock(_)) | None => format!("({next})"),
+    }
+}
+
+/// A lasso's steps, numbered, with the loop marked, and where it was exported.
+pub(crate) fn print_lasso_steps(steps: &[String], loop_start: usize, args: &CheckArgs) {
+    for (index, step) in steps.iter().enumerate() {
+        if index == loop_start {
+            say!("      loop (back to the state after step {loop_start}, for ever):");
+        }
+        let mark = if index >= loop_start { "↻" } else { " " };
+        say!("{:>4}.{mark} {step}", index + 1);
+    }
+    if let Some(path) = &args.export {
+        say!("exported to {}", path.display());
+    }
 }
 
 /// A counterexample's steps, numbered, and where it was exported.

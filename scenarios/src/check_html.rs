@@ -12,7 +12,7 @@ use std::path::Path;
 
 use stateright::Model;
 
-use zkh_model::check::{Action, RecipeModel, Workload, PROGRESS};
+use zkh_model::check::{Action, Lasso, RecipeModel, Workload, LIVELOCK, PROGRESS};
 use zkh_model::history::Entries;
 use zkh_model::History;
 use zkh_reports::timeline::{self, Page, TimeUnit};
@@ -27,6 +27,8 @@ pub(crate) struct Found<'a> {
     pub path: &'a [Action],
     /// How the search went, for the page's facts: (name, value).
     pub facts: Vec<(String, String)>,
+    /// For a livelock, the lasso (`path` is its stem and loop).
+    pub lasso: Option<Lasso>,
 }
 
 /// The path replayed: its history with each entry at the step it appeared, and the final
@@ -84,6 +86,17 @@ fn timed<W: Workload>(model: &RecipeModel<W>, found: &Found<'_>) -> (History, Ve
             record
         })
         .collect();
+    if let Some(lasso) = &found.lasso {
+        findings.push(FindingRecord {
+            property: LIVELOCK.to_owned(),
+            class: "eventually".to_owned(),
+            holds: false,
+            detail: lasso.detail(),
+            explanation: explanation(LIVELOCK).to_owned(),
+            evidence: Vec::new(),
+            at_us: None,
+        });
+    }
     if found.property == PROGRESS {
         findings.push(FindingRecord {
             property: PROGRESS.to_owned(),
@@ -104,6 +117,11 @@ pub(crate) fn explanation(name: &str) -> &'static str {
     if name == PROGRESS {
         "The model's own invariant: in every state some application can still act, or will \
          once a pending step happens; here none can."
+    } else if name == LIVELOCK {
+        "The model checker's own liveness property: no path goes round a loop for ever without \
+         progress, coming back to where it was (up to the numbers that only grow) with no role \
+         taken or lost, no act and no fault, while every client's step that stays possible is \
+         taken. A recipe that does keeps the ensemble busy and never settles."
     } else {
         zkh_model::properties::explanation(name)
     }

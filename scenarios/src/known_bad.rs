@@ -75,6 +75,13 @@ pub const KNOWN_BAD: &[KnownBad] = &[
         steps: 19,
     },
     KnownBad {
+        recipe: "latch",
+        variant: "requeue-when-behind",
+        options: &[],
+        property: "livelock",
+        steps: 40,
+    },
+    KnownBad {
         recipe: "election",
         variant: "check-then-write",
         options: &["--acting", "unfenced", "--faults", "none"],

@@ -93,7 +93,7 @@ struct ModelArgs {
     /// `--clients 2`; see README).
     recipe: String,
     /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`, `unguaranteed-delete`;
-    /// latch: `trust-predecessor`, `no-owner-check`, `keep-on-suspend`; election: `check-then-write`; master:
+    /// latch: `trust-predecessor`, `no-owner-check`, `keep-on-suspend`, `requeue-when-behind`; election: `check-then-write`; master:
     /// `no-watch`; job: `one-item-per-idle`, `trust-owners`, `no-cycle-claim`, `uncovered-reshard`).
     #[arg(long, default_value = "correct")]
     variant: String,

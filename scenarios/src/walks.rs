@@ -6,12 +6,14 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use zkh_model::check::{walk, walk_observed, RecipeModel, WalkLimits, WalkVerdict, Workload};
+use zkh_model::check::{
+    walk, walk_observed, Lasso, RecipeModel, WalkLimits, WalkVerdict, Workload, LIVELOCK,
+};
 use zkh_scenarios::Recipe;
 
 use crate::check::{
-    job_shape, json_report, note_known_bad, print_banner, print_steps, print_unreached,
-    print_violation, replay, write_scenario,
+    job_shape, json_report, note_known_bad, print_banner, print_lasso_steps, print_steps,
+    print_unreached, print_violation, replay, write_scenario,
 };
 use crate::{say, CheckArgs, BAD_INPUT};
 
@@ -70,6 +72,10 @@ pub(crate) fn run_walks<W: Workload>(
                 ("walk".to_owned(), violation.walk.to_string()),
                 ("seed".to_owned(), args.seed.to_string()),
             ],
+            lasso: (violation.loop_start).map(|loop_start| Lasso {
+                path: violation.path.clone(),
+                loop_start,
+            }),
         };
         if let Err(message) = crate::check_html::write(file, &model, recipe, &found) {
             eprintln!("zkharness: {message}");
@@ -97,6 +103,7 @@ pub(crate) fn run_walks<W: Workload>(
                 "shortest": false,
                 "walk": violation.walk,
                 "walk_steps": violation.found_steps,
+                "loop_first_step": violation.loop_start.map(|start| start + 1),
             }),
             _ => serde_json::json!("no-violation-found"),
         };
@@ -139,6 +146,23 @@ pub(crate) fn run_walks<W: Workload>(
         );
         print_unreached(&verdict.unreached, "the walks say less");
         match (&verdict.violation, &final_state) {
+            (Some(violation), Some((_, steps))) if violation.loop_start.is_some() => {
+                let lasso = Lasso {
+                    path: violation.path.clone(),
+                    loop_start: violation.loop_start.expect("checked above"),
+                };
+                say!("VIOLATION of {LIVELOCK}: {}", lasso.detail());
+                say!(
+                    "counterexample, {} steps: a stem of {} steps, then a loop of {} (walk {} was \
+                     cut off at --max-depth after {} steps, and went on fairly into the loop)",
+                    steps.len(),
+                    lasso.loop_start,
+                    steps.len() - lasso.loop_start,
+                    violation.walk,
+                    violation.found_steps
+                );
+                print_lasso_steps(steps, lasso.loop_start, args);
+            }
             (Some(violation), Some((state, steps))) => {
                 print_violation(&model, violation.property, state);
                 say!(

@@ -696,7 +696,7 @@ fn caught_as_listed(entry: &KnownBad) {
     args.extend_from_slice(entry.options);
     let (code, stdout, stderr) = zkharness(&args);
     // Safety (1), or liveness (2) for an `eventually` property.
-    let liveness = ["leader elected", "no shard lost"].contains(&entry.property);
+    let liveness = ["leader elected", "no shard lost", "livelock"].contains(&entry.property);
     assert_eq!(
         code,
         if liveness { 2 } else { 1 },

@@ -24,7 +24,9 @@
 //!   second state to hash (its symmetry representative).
 //!
 //! A state deeper than [`Limits::max_depth`] is counted and marked seen but neither checked nor
-//! expanded, as stateright does at its target depth; the verdict says the search gave up there.
+//! expanded, as stateright does at its target depth; the verdict says the search gave up there,
+//! and the first few paths to such states are examined for a livelock (`lasso.rs`), which stops
+//! the search.
 //! [`Limits::max_states`] is checked at every state popped (stateright checks it every 1,500).
 //! With [`Limits::preemptions`], each state carries a tag (who ran last, preemptions used), a
 //! step past the bound is not taken, and a state is seen once per tag (see `preemption.rs`).
@@ -42,6 +44,7 @@ use std::hash::{Hash, Hasher};
 
 use stateright::Model;
 
+use super::lasso::DeepSeen;
 use super::preemption::Schedule;
 use super::run::Searched;
 use super::visited::Seen;
@@ -87,6 +90,7 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
     let mut popped = 0usize;
     let mut violation = None;
     let mut visited_full = false;
+    let mut deep = DeepSeen::default();
     while let Some((state, action, steps, schedule)) = pending.pop() {
         if limits.max_states.is_some_and(|max| states >= max) {
             break;
@@ -109,6 +113,9 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
             }
         }
         if steps > limits.max_depth {
+            if deep.examine(model, &path) {
+                break;
+            }
             continue;
         }
         if !model.invariants_hold_noting_reached(&state) {
@@ -131,6 +138,7 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
         deepest,
         visited_full,
         by_thread: Vec::new(),
+        deep,
     };
     (searched, violation)
 }

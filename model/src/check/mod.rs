@@ -188,6 +188,7 @@ mod forget;
 mod invariants;
 mod job;
 mod kept;
+mod lasso;
 mod parallel;
 mod preemption;
 mod run;
@@ -216,6 +217,7 @@ pub use compact::{COMPACT_MIB, MAX_LOAD_PERCENT};
 pub use depth_first::PROGRESS_STATES;
 pub use invariants::{INVARIANTS, PROGRESS};
 pub use job::{JobApp, JobWorkload, JOB_CYCLES, JOB_ITEMS};
+pub use lasso::{abstract_key, abstract_text, ranked, DeepLoops, Lasso, DEEP_PATHS, LIVELOCK};
 pub use run::{
     check, check_observed, check_searched, check_within, find_violation, Compaction, GaveUp,
     Limits, Observer, Progress, Searcher, Verdict, Violation, PROGRESS_INTERVAL_MS, SHORTEN_STATES,

@@ -51,6 +51,7 @@ use std::time::Duration;
 use stateright::Model;
 
 use super::depth_first::{expand, fingerprint, key, Failed, Pending, Successors};
+use super::lasso::DeepSeen;
 use super::preemption::Schedule;
 use super::run::Searched;
 use super::visited::{SharedSeen, Tally};
@@ -86,6 +87,9 @@ struct Pool<'a, W: Workload, S> {
     deepest: AtomicUsize,
     visited_full: AtomicBool,
     failed: Mutex<Failed<W>>,
+    /// What the paths past the depth limit showed (`lasso.rs`; which paths, depends on the
+    /// threads' timing).
+    deep: Mutex<DeepSeen>,
     /// How many threads have ended.
     ended: AtomicUsize,
     /// The states each thread generated, added when it ends.
@@ -142,6 +146,7 @@ pub(super) fn parallel_depth_first<W: Workload, S: SharedSeen>(
         deepest: AtomicUsize::new(0),
         visited_full: AtomicBool::new(false),
         failed: Mutex::new(None),
+        deep: Mutex::new(DeepSeen::default()),
         ended: AtomicUsize::new(0),
         by_thread: (0..threads).map(|_| AtomicUsize::new(0)).collect(),
     };
@@ -170,9 +175,11 @@ pub(super) fn parallel_depth_first<W: Workload, S: SharedSeen>(
         by_thread: (pool.by_thread.iter())
             .map(|generated| generated.load(Ordering::Relaxed))
             .collect(),
+        deep: DeepSeen::default(),
     };
     let failed = pool.failed.into_inner().expect("no thread panicked");
-    (searched, failed)
+    let deep = pool.deep.into_inner().expect("no thread panicked");
+    (Searched { deep, ..searched }, failed)
 }
 
 /// Tells the main thread that a search thread ended when dropped, even by a panic (which then
@@ -243,6 +250,12 @@ impl<W: Workload, S: SharedSeen> Pool<'_, W, S> {
                 path.truncate(steps.saturating_sub(1));
                 path.extend(action);
                 if steps > limits.max_depth {
+                    let mut deep = self.deep.lock().expect("no thread panicked");
+                    if deep.examine(model, &path) {
+                        drop(deep);
+                        self.halt();
+                        break;
+                    }
                     continue;
                 }
                 if !model.invariants_hold_noting_reached(&state) {

@@ -51,6 +51,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use stateright::{Expectation, Model, Property};
 
+use super::lasso::{DeepLoops, DeepSeen, LIVELOCK};
 use super::{Action, RecipeModel, State, Workload};
 use crate::shared::hash_of;
 
@@ -84,6 +85,9 @@ pub struct WalkViolation {
     pub path: Vec<Action>,
     /// The walk's own length to the failure, before shrinking.
     pub found_steps: usize,
+    /// For a [`LIVELOCK`](super::LIVELOCK) found on a walk cut off at its depth: where the
+    /// loop starts in `path` (see `lasso.rs`).
+    pub loop_start: Option<usize>,
 }
 
 /// The outcome of a run of walks.
@@ -146,6 +150,7 @@ pub fn walk_observed<W: Workload>(
     let mut actions = Vec::new();
     let mut faults = Vec::new();
     let mut this_walk = HashSet::<u64, BuildHasherDefault<IdentityHasher>>::default();
+    let mut deep = DeepSeen::default();
     for w in 0..limits.walks {
         let mut rng = ChaCha8Rng::seed_from_u64(limits.seed);
         rng.set_stream(w);
@@ -203,6 +208,21 @@ pub fn walk_observed<W: Workload>(
             actions.clear();
             model.actions(&state, &mut actions);
             verdict.cut_off += u64::from(!actions.is_empty());
+            if !actions.is_empty() && deep.examine(model, &path) {
+                let Some(DeepLoops::Livelock(lasso)) = std::mem::take(&mut deep).verdict(model)
+                else {
+                    unreachable!("a livelock was found");
+                };
+                verdict.violation = Some(WalkViolation {
+                    property: LIVELOCK,
+                    walk: w,
+                    found_steps: path.len(),
+                    loop_start: Some(lasso.loop_start),
+                    path: lasso.path,
+                });
+                verdict.unique_states = seen.len();
+                break;
+            }
         }
         verdict.faulted += u64::from(path.iter().any(Action::is_fault));
         verdict.trace_hash = hash_of(&(verdict.trace_hash, hash_of(&state)));
@@ -214,6 +234,7 @@ pub fn walk_observed<W: Workload>(
                 walk: w,
                 path: shrink(model, property, path),
                 found_steps,
+                loop_start: None,
             });
             break;
         }

@@ -146,7 +146,7 @@ fn sim_recipe(recipe: RecipeName, name: &str) -> Result<SimRecipe, Problem> {
         )?),
         RecipeName::Latch => SimRecipe::Latch(variant(
             name,
-            "correct, trust-predecessor, no-owner-check, keep-on-suspend",
+            "correct, trust-predecessor, no-owner-check, keep-on-suspend, requeue-when-behind",
         )?),
         RecipeName::Election => SimRecipe::Election(variant(name, "correct, check-then-write")?),
         RecipeName::Master => SimRecipe::Master(variant(name, "correct, no-watch")?),
