@@ -621,12 +621,15 @@ pub fn leader_elected(
 }
 
 /// How busy the clients were in the window a liveness property judged, from `after_us` for
-/// `within_us` (or to the last entry): "; busy: N requests in S s (R a second) ..." when they
+/// `within_us` (unbounded: to the last entry): "; busy: N requests in S s (R a second) ..." when they
 /// kept issuing requests (a recipe that never settles), "; idle: ..." when they did not (a recipe
 /// that waits for news that never comes). Empty when the window has no length.
 fn activity(history: &impl Entries, after_us: u64, within_us: u64) -> String {
-    let last_us = history.each().last().map_or(0, |entry| entry.at_us);
-    let end_us = last_us.min(after_us.saturating_add(within_us));
+    // A bounded window is the run's to its deadline; an unbounded one ends at the last entry.
+    let end_us = match within_us >= UNBOUNDED_US {
+        true => history.each().last().map_or(0, |entry| entry.at_us),
+        false => after_us.saturating_add(within_us),
+    };
     if end_us <= after_us {
         return String::new();
     }

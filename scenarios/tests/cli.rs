@@ -845,3 +845,49 @@ fn every_correct_recipe_passes_every_budget() {
         }
     }
 }
+
+/// The livelock control from the command line: the plain check (no options) reports the
+/// livelock, with its loop marked and its first step in the JSON; the correct latch passes the
+/// same command; an export of it expects a pass in the simulator, which judges no livelock.
+#[test]
+fn the_plain_check_reports_the_requeueing_latch_as_a_livelock_with_its_loop() {
+    let (code, stdout, _) = zkharness(&["check", "latch", "--variant", "requeue-when-behind"]);
+    assert_eq!(code, 2, "a liveness violation: {stdout}");
+    assert!(stdout.contains("VIOLATION of livelock: steps "), "{stdout}");
+    assert!(
+        stdout.contains("loop (back to the state after step"),
+        "{stdout}"
+    );
+    let looped = stdout.lines().filter(|line| line.contains(".↻ ")).count();
+    assert!(looped >= 4, "the loop's steps are marked: {stdout}");
+    let (code, stdout, _) = zkharness(&["check", "latch"]);
+    assert_eq!(
+        code, 0,
+        "the correct latch passes the same command: {stdout}"
+    );
+    let dir = std::env::temp_dir().join(format!("zkharness-livelock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let file = dir.join("livelock.toml");
+    let (code, stdout, _) = zkharness(&[
+        "check",
+        "latch",
+        "--variant",
+        "requeue-when-behind",
+        "--json",
+        "--export",
+        file.to_str().expect("a UTF-8 path"),
+    ]);
+    assert_eq!(code, 2, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let result = &report["result"];
+    assert_eq!(result["violation"], "livelock");
+    let steps = result["path"].as_array().expect("a path").len() as u64;
+    let first = result["loop_first_step"]
+        .as_u64()
+        .expect("the loop's first step");
+    assert!(1 < first && first < steps, "{result}");
+    let exported = std::fs::read_to_string(&file).expect("the export");
+    assert!(!exported.contains("violation ="), "{exported}");
+    assert!(exported.contains("judges no livelock"), "{exported}");
+    std::fs::remove_dir_all(&dir).ok();
+}
