@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
     check_searched, Action, DeepLoops, GaveUp, Lasso, Limits, Progress, RecipeModel, State,
-    Workload, LIVELOCK, MAX_LOAD_PERCENT, PROGRESS, SHORTEN_STATES,
+    Workload, LIVELOCK, MAX_LOAD_PERCENT, OWNERSHIP, PROGRESS, SHORTEN_STATES,
 };
 use zkh_scenarios::export::to_toml;
 use zkh_scenarios::known_bad::{known_bad, simulator_only};
@@ -405,6 +405,8 @@ pub(crate) fn print_violation<W: Workload>(
 ) {
     let detail = if property == PROGRESS {
         model.stuck_detail(state)
+    } else if property == OWNERSHIP {
+        model.unowned_detail(state)
     } else {
         state
             .findings()

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use stateright::Model;
 
-use zkh_model::check::{Action, Lasso, RecipeModel, Workload, LIVELOCK, PROGRESS};
+use zkh_model::check::{Action, Lasso, RecipeModel, Workload, LIVELOCK, OWNERSHIP, PROGRESS};
 use zkh_model::history::Entries;
 use zkh_model::History;
 use zkh_reports::timeline::{self, Page, TimeUnit};
@@ -97,6 +97,17 @@ fn timed<W: Workload>(model: &RecipeModel<W>, found: &Found<'_>) -> (History, Ve
             at_us: None,
         });
     }
+    if found.property == OWNERSHIP {
+        findings.push(FindingRecord {
+            property: OWNERSHIP.to_owned(),
+            class: "always".to_owned(),
+            holds: false,
+            detail: model.unowned_detail(&state),
+            explanation: explanation(OWNERSHIP).to_owned(),
+            evidence: Vec::new(),
+            at_us: None,
+        });
+    }
     if found.property == PROGRESS {
         findings.push(FindingRecord {
             property: PROGRESS.to_owned(),
@@ -117,6 +128,9 @@ pub(crate) fn explanation(name: &str) -> &'static str {
     if name == PROGRESS {
         "The model's own invariant: in every state some application can still act, or will \
          once a pending step happens; here none can."
+    } else if name == OWNERSHIP {
+        "The model's own invariant: at every settled moment, every node a client believes is its \
+         own (its registration, its role's node) exists and is owned by its current session."
     } else if name == LIVELOCK {
         "The model checker's own liveness property: no path goes round a loop for ever without \
          progress, coming back to where it was (up to the numbers that only grow) with no role \

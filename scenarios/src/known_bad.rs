@@ -129,6 +129,13 @@ pub const KNOWN_BAD: &[KnownBad] = &[
     },
     KnownBad {
         recipe: "job",
+        variant: "no-reregister",
+        options: &["--clients", "2", "--faults", "expire=1"],
+        property: "claims are owned",
+        steps: 43,
+    },
+    KnownBad {
+        recipe: "job",
         variant: "uncovered-reshard",
         options: &[
             "--cycles",

@@ -94,7 +94,8 @@ struct ModelArgs {
     recipe: String,
     /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`, `unguaranteed-delete`;
     /// latch: `trust-predecessor`, `no-owner-check`, `keep-on-suspend`, `requeue-when-behind`; election: `check-then-write`; master:
-    /// `no-watch`; job: `one-item-per-idle`, `trust-owners`, `no-cycle-claim`, `uncovered-reshard`).
+    /// `no-watch`; job: `one-item-per-idle`, `trust-owners`, `no-cycle-claim`, `uncovered-reshard`,
+    /// `no-reregister`).
     #[arg(long, default_value = "correct")]
     variant: String,
     /// Client processes.

@@ -165,7 +165,9 @@ impl<W: Workload> Model for RecipeModel<W> {
                 condition: Self::invariants_hold_noting_reached,
             }];
         }
-        apart.chain([Self::progress_property()]).collect()
+        apart
+            .chain([Self::progress_property(), Self::ownership_property()])
+            .collect()
     }
 }
 

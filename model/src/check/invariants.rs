@@ -3,11 +3,17 @@
 
 use stateright::{Expectation, Property};
 
+use zkh_recipes::SessionId;
+
 use super::{judged_bits, Judge, RecipeModel, State, Workload, MAX_JUDGES};
 
 /// The name of the model's own invariant that no application is stuck
 /// ([`RecipeModel::makes_progress`]).
 pub const PROGRESS: &str = "applications make progress";
+
+/// The name of the model's own invariant that what a client believes it owns is its own
+/// ([`RecipeModel::owns_its_claims`]).
+pub const OWNERSHIP: &str = "claims are owned";
 
 /// The name of the `always` and `eventually` properties given to stateright as one (see
 /// [`RecipeModel::one_invariant`]); never reported: the search names the one that failed.
@@ -67,6 +73,63 @@ impl<W: Workload> RecipeModel<W> {
         })
     }
 
+    /// The model's own invariant [`OWNERSHIP`]: at a settled moment (nothing in flight to or
+    /// from any live client, every machine at rest), every node a live client believes is its
+    /// own ([`Workload::claimed_nodes`]: its registration, its role's node) exists and is owned
+    /// by the client's current session. A client that believes it holds what the server no
+    /// longer gives it is wrong whatever any other property says: no other client may have
+    /// acted on it yet, and nothing may be lost, but the belief is false.
+    pub fn owns_its_claims(&self, state: &State<W>) -> bool {
+        !W::CLAIMS || self.unowned_claim(state).is_none()
+    }
+
+    /// The first claim [`owns_its_claims`](Self::owns_its_claims) finds false in `state`: the
+    /// client, the node, and who owns it (none if it does not exist).
+    pub fn unowned_claim(&self, state: &State<W>) -> Option<(usize, String, Option<SessionId>)> {
+        if !self.settled(state) {
+            return None;
+        }
+        let tree = state.zk.tree();
+        for (c, seat) in state.seats.iter().enumerate() {
+            let client = &seat.client;
+            if client.crashed || client.expired_at_server {
+                continue;
+            }
+            for path in self.workload.claimed_nodes(&client.machine) {
+                let owner = tree.get(&path).and_then(|node| node.ephemeral_owner);
+                let exists = tree.get(&path).is_some();
+                if !exists || owner != Some(client.session) {
+                    return Some((c, path, owner));
+                }
+            }
+        }
+        None
+    }
+
+    /// Why [`owns_its_claims`](Self::owns_its_claims) fails in `state`.
+    pub fn unowned_detail(&self, state: &State<W>) -> String {
+        match self.unowned_claim(state) {
+            Some((c, path, None)) => format!(
+                "at a settled moment, client {c} believes {path} is its own, and it does not exist"
+            ),
+            Some((c, path, Some(owner))) => format!(
+                "at a settled moment, client {c} believes {path} is its own, and session {:#x} \
+                 owns it, not the client's current one",
+                owner.0
+            ),
+            None => "every claim is owned".to_owned(),
+        }
+    }
+
+    /// The model's own invariant, [`OWNERSHIP`].
+    pub(super) fn ownership_property() -> Property<Self> {
+        Property {
+            expectation: Expectation::Always,
+            name: OWNERSHIP,
+            condition: Self::owns_its_claims,
+        }
+    }
+
     /// Why [`makes_progress`](Self::makes_progress) fails in `state`: the clients that want
     /// to act and cannot, and the machines that are not at rest.
     pub fn stuck_detail(&self, state: &State<W>) -> String {
@@ -117,7 +180,7 @@ impl<W: Workload> RecipeModel<W> {
         let judged = W::judges().iter().enumerate().map(Self::judged_property);
         judged
             .filter(|p| p.expectation != Expectation::Sometimes)
-            .chain([Self::progress_property()])
+            .chain([Self::progress_property(), Self::ownership_property()])
     }
 
     /// Whether every `always` and `eventually` property holds in `state`, as stateright judges

@@ -315,6 +315,12 @@ impl Workload for JobWorkload {
         machine.listeners_idle()
     }
 
+    const CLAIMS: bool = true;
+
+    fn claimed_nodes(&self, machine: &JobMachine) -> Vec<String> {
+        machine.registration().into_iter().collect()
+    }
+
     fn finished(&self, _: &JobApp) -> bool {
         false
     }

@@ -79,6 +79,17 @@
 //! property would ever judge it. It found a job instance whose failover check, queued at the
 //! end of a cycle, waited for an input that never came.
 //!
+//! A third invariant of the model's own, "claims are owned" ([`RecipeModel::owns_its_claims`]),
+//! judges what a client believes it owns: at every settled moment each node its workload names
+//! ([`Workload::claimed_nodes`]; today the job's registration `instances/<id>`) exists and is
+//! owned by the client's current session. No other property sees a belief that is false but
+//! harms nobody yet (the job's `no-reregister` control). Not yet named: the lock's, the
+//! latch's and the elections' nodes, and orphans (an ephemeral node its owner does not know
+//! of).
+//!
+//! A path that goes round a loop for ever without progress is the liveness property
+//! [`LIVELOCK`], found on the paths a search cuts off at its depth (`lasso.rs`).
+//!
 //! The state graphs of the lock, the latch and the elections have no cycles in practice: a
 //! recipe retries only after a lost request or reply, which the budget bounds, and otherwise
 //! moves on when a write changes the server (whose zxid only grows). The sharded job's has: a
@@ -215,7 +226,7 @@ pub use crate::shared::{Shared, SharedLog, SharedMut};
 pub use budget::{Acting, FaultBudget};
 pub use compact::{COMPACT_MIB, MAX_LOAD_PERCENT};
 pub use depth_first::PROGRESS_STATES;
-pub use invariants::{INVARIANTS, PROGRESS};
+pub use invariants::{INVARIANTS, OWNERSHIP, PROGRESS};
 pub use job::{JobApp, JobWorkload, JOB_CYCLES, JOB_ITEMS};
 pub use lasso::{abstract_key, abstract_text, ranked, DeepLoops, Lasso, DEEP_PATHS, LIVELOCK};
 pub use run::{

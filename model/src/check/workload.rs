@@ -102,6 +102,17 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
         let _ = machine;
         true
     }
+    /// Whether the workload names what its clients believe they own
+    /// ([`Workload::claimed_nodes`]); when not, the ownership invariant costs nothing.
+    const CLAIMS: bool = false;
+
+    /// The ephemeral nodes `machine` believes are its own now (a registration, a role's node):
+    /// at every settled moment each must exist, owned by the client's current session (the
+    /// model's own invariant [`OWNERSHIP`](super::OWNERSHIP)). By default none.
+    fn claimed_nodes(&self, _machine: &Self::Machine) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether the application is done with the recipe: a session expiry can change nothing
     /// it does any more, so the checker does not inject one.
     fn finished(&self, app: &Self::App) -> bool;

@@ -58,7 +58,10 @@ impl JobMachine {
     /// (it would run them twice) or leave a resharding's moved items uncovered.
     pub(super) fn runs_standing(&self) -> bool {
         match self.variant {
-            JobVariant::Correct | JobVariant::OneItemPerIdle | JobVariant::TrustOwners => true,
+            JobVariant::Correct
+            | JobVariant::OneItemPerIdle
+            | JobVariant::TrustOwners
+            | JobVariant::NoReregister => true,
             JobVariant::NoCycleClaim | JobVariant::UncoveredReshard => false,
         }
     }
@@ -169,7 +172,8 @@ impl JobMachine {
             JobVariant::Correct
             | JobVariant::NoCycleClaim
             | JobVariant::TrustOwners
-            | JobVariant::UncoveredReshard => Task::ClaimNext,
+            | JobVariant::UncoveredReshard
+            | JobVariant::NoReregister => Task::ClaimNext,
         };
         let done = [Task::CompleteFailover(item), next];
         if unmark {
@@ -215,7 +219,8 @@ impl JobMachine {
             JobVariant::Correct
             | JobVariant::OneItemPerIdle
             | JobVariant::TrustOwners
-            | JobVariant::UncoveredReshard => {
+            | JobVariant::UncoveredReshard
+            | JobVariant::NoReregister => {
                 self.then([Task::ReadClaim { item, cycle, via }]);
                 None
             }

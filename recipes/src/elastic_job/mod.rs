@@ -156,6 +156,10 @@ pub enum JobVariant {
     /// that may have read the old sharding already, and skip an item whose owner node is
     /// missing (Elastic-Job 2.1.5).
     UncoveredReshard,
+    /// Our own control for the model checker's ownership invariant: a new session after an
+    /// expiry does not register the instance again. It runs on, believing it is registered;
+    /// the others fail its items over and shard without it, so no run is lost or doubled.
+    NoReregister,
 }
 
 /// What the application asks of a job instance.
@@ -326,6 +330,11 @@ impl JobMachine {
         self.in_cycle
             && lane.waiting.is_some()
             && matches!(lane.queue.front(), Some(Task::CheckNecessary(_)))
+    }
+
+    /// The registration this instance believes it holds: `instances/<id>`, once started.
+    pub fn registration(&self) -> Option<String> {
+        self.started.then(|| self.paths.instance(&self.instance))
     }
 
     /// Whether this instance believes it leads the job.

@@ -92,7 +92,7 @@ impl JobMachine {
             SessionEvent::Connected { session_id } => {
                 let new_session = self.session != Some(session_id);
                 self.session = Some(session_id);
-                if new_session && self.started {
+                if new_session && self.started && self.variant != JobVariant::NoReregister {
                     // Elastic-Job's reconnection: register again, and look at the instances.
                     self.register();
                 }

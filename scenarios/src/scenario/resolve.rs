@@ -152,7 +152,7 @@ fn sim_recipe(recipe: RecipeName, name: &str) -> Result<SimRecipe, Problem> {
         RecipeName::Master => SimRecipe::Master(variant(name, "correct, no-watch")?),
         RecipeName::Job => SimRecipe::Job(variant(
             name,
-            "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard",
+            "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard, no-reregister",
         )?),
     })
 }
