@@ -86,35 +86,23 @@ fn timed<W: Workload>(model: &RecipeModel<W>, found: &Found<'_>) -> (History, Ve
             record
         })
         .collect();
-    if let Some(lasso) = &found.lasso {
+    // The model checker's own properties, which no recipe judge reports: the one violated.
+    let own = match found.property {
+        LIVELOCK => found
+            .lasso
+            .as_ref()
+            .map(|lasso| ("eventually", lasso.detail())),
+        OWNERSHIP => Some(("always", model.unowned_detail(&state))),
+        PROGRESS => Some(("eventually", model.stuck_detail(&state))),
+        _ => None,
+    };
+    if let Some((class, detail)) = own {
         findings.push(FindingRecord {
-            property: LIVELOCK.to_owned(),
-            class: "eventually".to_owned(),
+            property: found.property.to_owned(),
+            class: class.to_owned(),
             holds: false,
-            detail: lasso.detail(),
-            explanation: explanation(LIVELOCK).to_owned(),
-            evidence: Vec::new(),
-            at_us: None,
-        });
-    }
-    if found.property == OWNERSHIP {
-        findings.push(FindingRecord {
-            property: OWNERSHIP.to_owned(),
-            class: "always".to_owned(),
-            holds: false,
-            detail: model.unowned_detail(&state),
-            explanation: explanation(OWNERSHIP).to_owned(),
-            evidence: Vec::new(),
-            at_us: None,
-        });
-    }
-    if found.property == PROGRESS {
-        findings.push(FindingRecord {
-            property: PROGRESS.to_owned(),
-            class: "eventually".to_owned(),
-            holds: false,
-            detail: model.stuck_detail(&state),
-            explanation: explanation(PROGRESS).to_owned(),
+            detail,
+            explanation: explanation(found.property).to_owned(),
             evidence: Vec::new(),
             at_us: None,
         });
@@ -122,8 +110,8 @@ fn timed<W: Workload>(model: &RecipeModel<W>, found: &Found<'_>) -> (History, Ve
     (history, findings)
 }
 
-/// What the property `name` means: a recipe property's explanation, or the model checker's own
-/// progress invariant's.
+/// What the property `name` means: a recipe property's explanation, or one of the model
+/// checker's own (progress, ownership, livelock).
 pub(crate) fn explanation(name: &str) -> &'static str {
     if name == PROGRESS {
         "The model's own invariant: in every state some application can still act, or will \
