@@ -154,16 +154,27 @@ fn export_from<W: Workload>(
         recipe.kind,
         RecipeKind::Latch(_) | RecipeKind::Election(_) | RecipeKind::Master(_)
     );
-    // The simulator has no livelock verdict: it runs the stem's faults and judges the recipe's
-    // own properties, which a livelock keeps (someone leads; nothing unsafe happens). So the
-    // file expects a pass, and says where the loop shows: the requests in its timeline.
-    let livelock = violation == zkh_model::check::LIVELOCK;
-    let description = if livelock {
+    // The model checker's own properties (a livelock, a claim not owned, an application that
+    // cannot act) are not the simulator's: it runs the path's faults and judges the recipe's
+    // properties, which such a path may keep. So the file expects a pass, and says what to look
+    // for in its timeline.
+    let model_only = [
+        zkh_model::check::LIVELOCK,
+        zkh_model::check::OWNERSHIP,
+        zkh_model::check::PROGRESS,
+    ]
+    .contains(&violation);
+    let description = if model_only {
         format!(
             "{} {}: the model checker's counterexample of \"{violation}\" (the simulator judges \
-             no livelock: it expects a pass, and the loop shows in the timeline as requests that \
-             never stop)",
-            recipe.name, recipe.variant
+             no such property: it expects a pass; look in the timeline for {})",
+            recipe.name,
+            recipe.variant,
+            match violation {
+                zkh_model::check::LIVELOCK => "requests that never stop",
+                zkh_model::check::OWNERSHIP => "the client's node after the fault",
+                _ => "the application that never acts",
+            }
         )
     } else {
         format!(
@@ -199,8 +210,8 @@ fn export_from<W: Workload>(
         properties: Vec::new(),
         expect: Expect {
             outcome: None,
-            violation: (!livelock).then(|| violation.to_owned()),
-            within_seeds: (!livelock).then_some(10),
+            violation: (!model_only).then(|| violation.to_owned()),
+            within_seeds: (!model_only).then_some(10),
         },
         seeds: Vec::new(),
         origin: Some(Origin {

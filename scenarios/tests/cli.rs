@@ -448,7 +448,7 @@ fn bad_input_names_the_problem_and_exits_64() {
         (
             vec!["check", "job", "--variant", "bogus"],
             "job has no variant \"bogus\" (known: correct, one-item-per-idle, trust-owners, \
-             no-cycle-claim, uncovered-reshard)",
+             no-cycle-claim, uncovered-reshard, no-reregister)",
         ),
         (
             vec!["check", "lock", "--max-states", "0"],
@@ -888,6 +888,6 @@ fn the_plain_check_reports_the_requeueing_latch_as_a_livelock_with_its_loop() {
     assert!(1 < first && first < steps, "{result}");
     let exported = std::fs::read_to_string(&file).expect("the export");
     assert!(!exported.contains("violation ="), "{exported}");
-    assert!(exported.contains("judges no livelock"), "{exported}");
+    assert!(exported.contains("judges no such property"), "{exported}");
     std::fs::remove_dir_all(&dir).ok();
 }

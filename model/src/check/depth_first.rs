@@ -25,8 +25,9 @@
 //!
 //! A state deeper than [`Limits::max_depth`] is counted and marked seen but neither checked nor
 //! expanded, as stateright does at its target depth; the verdict says the search gave up there,
-//! and the first few paths to such states are examined for a livelock (`lasso.rs`), which stops
-//! the search.
+//! and the first few paths to such states are examined for a livelock (`lasso.rs`); once one is
+//! found, the search goes on for [`LIVELOCK_GRACE_STATES`] more states, since an invariant's
+//! violation is reported before a livelock.
 //! [`Limits::max_states`] is checked at every state popped (stateright checks it every 1,500).
 //! With [`Limits::preemptions`], each state carries a tag (who ran last, preemptions used), a
 //! step past the bound is not taken, and a state is seen once per tag (see `preemption.rs`).
@@ -44,7 +45,7 @@ use std::hash::{Hash, Hasher};
 
 use stateright::Model;
 
-use super::lasso::DeepSeen;
+use super::lasso::{DeepSeen, LIVELOCK_GRACE_STATES};
 use super::preemption::Schedule;
 use super::run::Searched;
 use super::visited::Seen;
@@ -91,8 +92,13 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
     let mut violation = None;
     let mut visited_full = false;
     let mut deep = DeepSeen::default();
+    // Where a livelock was found: the search goes on this far for an invariant's violation.
+    let mut stop_at: Option<usize> = None;
     while let Some((state, action, steps, schedule)) = pending.pop() {
         if limits.max_states.is_some_and(|max| states >= max) {
+            break;
+        }
+        if stop_at.is_some_and(|stop| states >= stop) {
             break;
         }
         if visited.full() {
@@ -114,7 +120,8 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
         }
         if steps > limits.max_depth {
             if deep.examine(model, &path) {
-                break;
+                // An invariant's violation comes first: look a little further for one.
+                stop_at.get_or_insert(states + LIVELOCK_GRACE_STATES);
             }
             continue;
         }

@@ -41,15 +41,16 @@
 //!
 //! # Where the checker looks
 //!
-//! Only where it would otherwise give up: on each of the first [`DEEP_PATHS`] paths that go past
-//! [`Limits::max_depth`], and then on the 2^k-th, as the search meets them. The path is first extended by the steps of
-//! a fair scheduler (depth first starves some client all the way down), then the first lasso
-//! on it (earliest end, then earliest start) is taken, and its stem is shortened: the shortest
-//! path found breadth first to a state abstractly equal to the loop's start, from which the
-//! loop is still a livelock. A livelock stops the search and is reported as the liveness
-//! property [`LIVELOCK`], with the stem and the loop. So a check that finishes pays nothing, and
-//! one that gives up at its depth says whether any path it cut off came back to where it had
-//! been.
+//! Only where it would otherwise give up: on each of the first [`DEEP_PATHS`] paths that go
+//! past [`Limits::max_depth`], and then on the 2^k-th, as the search meets them. The path is
+//! first extended by the steps of a fair scheduler (depth first starves some client all the way
+//! down), then the first lasso on it (earliest end, then earliest start) is taken, and its stem
+//! is shortened: breadth first to a state abstractly equal to the loop's start from which the
+//! loop is still a livelock, then runs of steps taken out. A livelock is reported as the
+//! liveness property [`LIVELOCK`], with the stem and the loop, unless the search finds an
+//! invariant's violation within [`LIVELOCK_GRACE_STATES`] more states, which it reports
+//! instead. So a check that finishes pays nothing, and one that gives up at its depth says
+//! whether any path it cut off came back to where it had been.
 //!
 //! # Not covered
 //!
@@ -72,6 +73,10 @@ use crate::shared::fixed_hasher;
 
 /// The liveness property a lasso violates.
 pub const LIVELOCK: &str = "livelock";
+
+/// How many more states a search explores after it found a livelock, looking for an
+/// invariant's violation, which is reported first (a safety violation says more than a loop).
+pub const LIVELOCK_GRACE_STATES: usize = 1_000_000;
 
 /// How many of the first paths cut off at the depth limit a search examines for a livelock
 /// (after them, the 2^k-th).

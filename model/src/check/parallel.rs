@@ -51,7 +51,7 @@ use std::time::Duration;
 use stateright::Model;
 
 use super::depth_first::{expand, fingerprint, key, Failed, Pending, Successors};
-use super::lasso::DeepSeen;
+use super::lasso::{DeepSeen, LIVELOCK_GRACE_STATES};
 use super::preemption::Schedule;
 use super::run::Searched;
 use super::visited::{SharedSeen, Tally};
@@ -90,6 +90,8 @@ struct Pool<'a, W: Workload, S> {
     /// What the paths past the depth limit showed (`lasso.rs`; which paths, depends on the
     /// threads' timing).
     deep: Mutex<DeepSeen>,
+    /// Where a livelock was found: the search stops at this many states (`usize::MAX` until).
+    stop_at: AtomicUsize,
     /// How many threads have ended.
     ended: AtomicUsize,
     /// The states each thread generated, added when it ends.
@@ -147,6 +149,7 @@ pub(super) fn parallel_depth_first<W: Workload, S: SharedSeen>(
         visited_full: AtomicBool::new(false),
         failed: Mutex::new(None),
         deep: Mutex::new(DeepSeen::default()),
+        stop_at: AtomicUsize::new(usize::MAX),
         ended: AtomicUsize::new(0),
         by_thread: (0..threads).map(|_| AtomicUsize::new(0)).collect(),
     };
@@ -231,9 +234,9 @@ impl<W: Workload, S: SharedSeen> Pool<'_, W, S> {
                 if self.stop.load(Ordering::Relaxed) {
                     break;
                 }
-                if limits
-                    .max_states
-                    .is_some_and(|max| self.states.load(Ordering::Relaxed) >= max)
+                let generated = self.states.load(Ordering::Relaxed);
+                if limits.max_states.is_some_and(|max| generated >= max)
+                    || generated >= self.stop_at.load(Ordering::Relaxed)
                 {
                     self.halt();
                     break;
@@ -252,9 +255,9 @@ impl<W: Workload, S: SharedSeen> Pool<'_, W, S> {
                 if steps > limits.max_depth {
                     let mut deep = self.deep.lock().expect("no thread panicked");
                     if deep.examine(model, &path) {
-                        drop(deep);
-                        self.halt();
-                        break;
+                        // An invariant's violation comes first: look a little further for one.
+                        let stop = self.states.load(Ordering::Relaxed) + LIVELOCK_GRACE_STATES;
+                        self.stop_at.store(stop, Ordering::Relaxed);
                     }
                     continue;
                 }
