@@ -484,8 +484,12 @@ impl Symmetric for Step {
         match self {
             Step::CreateParents(paths) => hash_ordered(paths.iter(), renaming, state),
             Step::WatchPredecessor(path) => path.hash_renamed(renaming, state),
-            Step::Create | Step::FindOwn | Step::List | Step::CheckOwner | Step::Delete => {}
-            Step::Requeue => {}
+            Step::Create
+            | Step::FindOwn
+            | Step::List
+            | Step::CheckOwner
+            | Step::Delete
+            | Step::Requeue => {}
         }
     }
 }

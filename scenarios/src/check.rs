@@ -253,7 +253,7 @@ pub(crate) fn run_check<W: Workload>(
                     lasso.loop_start,
                     steps.len() - lasso.loop_start
                 );
-                print_lasso_steps(steps, lasso.loop_start, args);
+                print_steps(steps, Some(lasso.loop_start), args);
             }
             (Some(violation), Some((state, steps))) => {
                 print_violation(&model, violation.property, state);
@@ -268,7 +268,7 @@ pub(crate) fn run_check<W: Workload>(
                         violation.found_steps
                     );
                 }
-                print_steps(steps, args);
+                print_steps(steps, None, args);
             }
             _ => match verdict.gave_up {
                 Some(GaveUp::States(max)) => say!(
@@ -448,24 +448,20 @@ fn deep_loops_text(deep: Option<&DeepLoops>) -> String {
     }
 }
 
-/// A lasso's steps, numbered, with the loop marked, and where it was exported.
-pub(crate) fn print_lasso_steps(steps: &[String], loop_start: usize, args: &CheckArgs) {
+/// A counterexample's steps, numbered, and where it was exported; a livelock's loop, from
+/// `loop_start` on, marked.
+pub(crate) fn print_steps(steps: &[String], loop_start: Option<usize>, args: &CheckArgs) {
     for (index, step) in steps.iter().enumerate() {
-        if index == loop_start {
-            say!("      loop (back to the state after step {loop_start}, for ever):");
-        }
-        let mark = if index >= loop_start { "↻" } else { " " };
-        say!("{:>4}.{mark} {step}", index + 1);
-    }
-    if let Some(path) = &args.export {
-        say!("exported to {}", path.display());
-    }
-}
-
-/// A counterexample's steps, numbered, and where it was exported.
-pub(crate) fn print_steps(steps: &[String], args: &CheckArgs) {
-    for (index, step) in steps.iter().enumerate() {
-        say!("{:>4}. {step}", index + 1);
+        let mark = match loop_start {
+            Some(start) if index == start => {
+                say!("      loop (back to the state after step {start}, for ever):");
+                "↻ "
+            }
+            Some(start) if index > start => "↻ ",
+            Some(_) => "  ",
+            None => " ",
+        };
+        say!("{:>4}.{mark}{step}", index + 1);
     }
     if let Some(path) = &args.export {
         say!("exported to {}", path.display());

@@ -12,8 +12,8 @@ use zkh_model::check::{
 use zkh_scenarios::Recipe;
 
 use crate::check::{
-    job_shape, json_report, note_known_bad, print_banner, print_lasso_steps, print_steps,
-    print_unreached, print_violation, replay, write_scenario,
+    job_shape, json_report, note_known_bad, print_banner, print_steps, print_unreached,
+    print_violation, replay, write_scenario,
 };
 use crate::{say, CheckArgs, BAD_INPUT};
 
@@ -161,7 +161,7 @@ pub(crate) fn run_walks<W: Workload>(
                     violation.walk,
                     violation.found_steps
                 );
-                print_lasso_steps(steps, lasso.loop_start, args);
+                print_steps(steps, Some(lasso.loop_start), args);
             }
             (Some(violation), Some((state, steps))) => {
                 print_violation(&model, violation.property, state);
@@ -172,7 +172,7 @@ pub(crate) fn run_walks<W: Workload>(
                     violation.walk,
                     violation.found_steps
                 );
-                print_steps(steps, args);
+                print_steps(steps, None, args);
             }
             _ => say!(
                 "no violation found in {} walks (random walks visit some states, not all: this \

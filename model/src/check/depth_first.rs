@@ -92,6 +92,7 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
     let mut violation = None;
     let mut visited_full = false;
     let mut deep = DeepSeen::default();
+    let mut cut_off = 0u64;
     // Where a livelock was found: the search goes on this far for an invariant's violation.
     let mut stop_at: Option<usize> = None;
     while let Some((state, action, steps, schedule)) = pending.pop() {
@@ -119,7 +120,8 @@ pub(super) fn depth_first<W: Workload, S: Seen>(
             }
         }
         if steps > limits.max_depth {
-            if deep.examine(model, &path) {
+            cut_off += 1;
+            if DeepSeen::sampled(cut_off) && deep.examine(model, &path) {
                 // An invariant's violation comes first: look a little further for one.
                 stop_at.get_or_insert(states + LIVELOCK_GRACE_STATES);
             }

@@ -96,10 +96,9 @@ impl<W: Workload> RecipeModel<W> {
                 continue;
             }
             for path in self.workload.claimed_nodes(&client.machine) {
-                let owner = tree.get(&path).and_then(|node| node.ephemeral_owner);
-                let exists = tree.get(&path).is_some();
-                if !exists || owner != Some(client.session) {
-                    return Some((c, path, owner));
+                let owner = tree.get(&path).map(|node| node.ephemeral_owner);
+                if owner != Some(Some(client.session)) {
+                    return Some((c, path, owner.flatten()));
                 }
             }
         }

@@ -115,7 +115,7 @@ impl Lasso {
     }
 }
 
-/// What a search found on the paths a search cut off at its depth limit.
+/// What a search found on the paths it cut off at its depth limit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeepLoops {
     /// A livelock.
@@ -136,8 +136,6 @@ pub enum DeepLoops {
 /// What a search saw of the paths it cut off at its depth limit.
 #[derive(Clone, Debug, Default)]
 pub(super) struct DeepSeen {
-    /// Paths cut off.
-    pub cut_off: u64,
     /// Paths examined.
     pub paths: usize,
     /// Whether one came back to an abstract state it had been in.
@@ -147,14 +145,17 @@ pub(super) struct DeepSeen {
 }
 
 impl DeepSeen {
-    /// Examines `path`, cut off at the depth limit of a search of `model`, if it is one of the
-    /// first [`DEEP_PATHS`] cut off or the 2^k-th after them (so a long search samples its
-    /// whole course, at a cost that grows with the log of the paths cut off); true if it found a
-    /// livelock (the search stops).
+    /// Whether the `nth` path cut off (from 1) is examined: one of the first [`DEEP_PATHS`], or
+    /// the 2^k-th after them, so a long search samples its whole course at a cost that grows
+    /// with the log of the paths cut off.
+    pub fn sampled(nth: u64) -> bool {
+        nth <= DEEP_PATHS as u64 || nth.is_power_of_two()
+    }
+
+    /// Examines `path`, cut off at the depth limit of a search of `model` and sampled
+    /// ([`DeepSeen::sampled`]), unless a livelock was found already; true if it finds one.
     pub fn examine<W: Workload>(&mut self, model: &RecipeModel<W>, path: &[Action]) -> bool {
-        self.cut_off += 1;
-        let sampled = self.cut_off <= DEEP_PATHS as u64 || self.cut_off.is_power_of_two();
-        if !sampled || self.livelock.is_some() {
+        if self.livelock.is_some() {
             return false;
         }
         self.paths += 1;
@@ -294,14 +295,26 @@ fn lasso_after<W: Workload>(
     stem: &[Action],
     steps: &[Action],
 ) -> Option<Lasso> {
-    let mut state = model.init_states().remove(0);
-    let mut taken_stem = Vec::with_capacity(stem.len());
-    for step in stem {
-        let taken = like(model, &state, step)?;
-        state = model.next_state(&state, taken.clone())?;
-        taken_stem.push(taken);
+    let (states, taken_stem) = take_each_like(model, model.init_states().remove(0), stem)?;
+    loop_from(model, states.last().expect("a start"), taken_stem, steps)
+}
+
+/// The states from `start` through `steps`, each taken by its kind and client ([`like`]), and
+/// the steps taken; none if one of them is not possible.
+fn take_each_like<W: Workload>(
+    model: &RecipeModel<W>,
+    start: State<W>,
+    steps: &[Action],
+) -> Option<(Vec<State<W>>, Vec<Action>)> {
+    let mut states = vec![start];
+    let mut taken = Vec::with_capacity(steps.len());
+    for step in steps {
+        let state = states.last().expect("a start");
+        let step = like(model, state, step)?;
+        states.push(model.next_state(state, step.clone())?);
+        taken.push(step);
     }
-    loop_from(model, &state, taken_stem, steps)
+    Some((states, taken))
 }
 
 /// The step possible in `state` (in `model`) like `step`: `step` itself, or for a timer the
@@ -324,16 +337,12 @@ fn loop_from<W: Workload>(
     stem: Vec<Action>,
     steps: &[Action],
 ) -> Option<Lasso> {
-    let mut states = vec![start.clone()];
-    let mut path = stem;
-    let loop_start = path.len();
-    for step in steps {
-        let state = states.last().expect("a loop starts somewhere");
-        let taken = like(model, state, step)?;
-        states.push(model.next_state(state, taken.clone())?);
-        path.push(taken);
-    }
-    let lasso = Lasso { path, loop_start };
+    let (states, taken) = take_each_like(model, start.clone(), steps)?;
+    let loop_start = stem.len();
+    let lasso = Lasso {
+        path: [stem, taken].concat(),
+        loop_start,
+    };
     let back = abstract_key(&states[states.len() - 1]) == abstract_key(start);
     (back && is_livelock(model, &states, &lasso)).then_some(lasso)
 }
@@ -376,7 +385,7 @@ fn continue_fairly<W: Workload>(
         let Some((action, class)) = next else {
             return;
         };
-        let Some(next) = take_like(model, state, &action) else {
+        let Some(next) = model.next_state(state, action.clone()) else {
             return;
         };
         last_taken.insert(class, path.len());
@@ -414,11 +423,9 @@ fn is_livelock<W: Workload>(model: &RecipeModel<W>, states: &[State<W>], lasso: 
     let key = abstract_key(first);
     let mut state = last.clone();
     for _ in 0..CONFIRMATIONS {
-        for step in steps {
-            match take_like(model, &state, step) {
-                Some(next) => state = next,
-                None => return false,
-            }
+        match take_each_like(model, state, steps) {
+            Some((states, _)) => state = states.into_iter().last().expect("a start"),
+            None => return false,
         }
         if abstract_key(&state) != key {
             return false;
@@ -436,16 +443,6 @@ fn class(action: &Action) -> Option<(u8, usize)> {
         Action::Act(c) => Some((3, *c)),
         _ => None,
     }
-}
-
-/// `state` after a step like `step`: `step` itself, or for a timer the client's first pending
-/// one; none if no such step is possible.
-pub(super) fn take_like<W: Workload>(
-    model: &RecipeModel<W>,
-    state: &State<W>,
-    step: &Action,
-) -> Option<State<W>> {
-    model.next_state(state, like(model, state, step)?)
 }
 
 /// The hash of a state's abstract form (see the module docs).

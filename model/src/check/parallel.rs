@@ -44,7 +44,7 @@
 //! ones every [`SHARE_EVERY`] states, so [`Limits::max_states`] is passed by up to that many
 //! per thread before the search stops.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -90,6 +90,8 @@ struct Pool<'a, W: Workload, S> {
     /// What the paths past the depth limit showed (`lasso.rs`; which paths, depends on the
     /// threads' timing).
     deep: Mutex<DeepSeen>,
+    /// Paths cut off at the depth limit so far.
+    cut_off: AtomicU64,
     /// Where a livelock was found: the search stops at this many states (`usize::MAX` until).
     stop_at: AtomicUsize,
     /// How many threads have ended.
@@ -149,6 +151,7 @@ pub(super) fn parallel_depth_first<W: Workload, S: SharedSeen>(
         visited_full: AtomicBool::new(false),
         failed: Mutex::new(None),
         deep: Mutex::new(DeepSeen::default()),
+        cut_off: AtomicU64::new(0),
         stop_at: AtomicUsize::new(usize::MAX),
         ended: AtomicUsize::new(0),
         by_thread: (0..threads).map(|_| AtomicUsize::new(0)).collect(),
@@ -253,6 +256,11 @@ impl<W: Workload, S: SharedSeen> Pool<'_, W, S> {
                 path.truncate(steps.saturating_sub(1));
                 path.extend(action);
                 if steps > limits.max_depth {
+                    // Counted without the lock: most paths cut off are not examined.
+                    let nth = self.cut_off.fetch_add(1, Ordering::Relaxed) + 1;
+                    if !DeepSeen::sampled(nth) {
+                        continue;
+                    }
                     let mut deep = self.deep.lock().expect("no thread panicked");
                     if deep.examine(model, &path) {
                         // An invariant's violation comes first: look a little further for one.

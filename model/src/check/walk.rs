@@ -208,7 +208,8 @@ pub fn walk_observed<W: Workload>(
             actions.clear();
             model.actions(&state, &mut actions);
             verdict.cut_off += u64::from(!actions.is_empty());
-            if !actions.is_empty() && deep.examine(model, &path) {
+            let sampled = !actions.is_empty() && DeepSeen::sampled(verdict.cut_off);
+            if sampled && deep.examine(model, &path) {
                 let Some(DeepLoops::Livelock(lasso)) = std::mem::take(&mut deep).verdict(model)
                 else {
                     unreachable!("a livelock was found");
