@@ -1,9 +1,14 @@
-//! `zkharness check RECIPE --budgets all`: fault-budget coverage.
+//! `zkharness check RECIPE` and `--budgets all`: fault-budget coverage.
 //!
-//! The default check explores one budget, one lost reply and one server-side expiry. A bug
-//! that needs a lost request, a client-side expiry, a leader change or a crash, alone or beside
-//! another kind, is outside it. `--budgets all` checks the recipe under every single fault kind
-//! the model knows and every pair of kinds (one of each): 6 budgets of one kind and 15 of two.
+//! One budget, say one lost reply and one server-side expiry, leaves out every bug that needs
+//! a lost request, a client-side expiry, a leader change or a crash. So `check RECIPE` without
+//! `--faults` checks the *standard* budgets: `drop-reply=1,expire=1` (the one budget `check`
+//! searched before, first so that what it found it still finds first) and then each of the six
+//! kinds alone; the sharded job over two cycles, so that a fault in one cycle is judged in the
+//! next. Why these: every control of ours that some pair of kinds catches, a single kind
+//! catches too (docs/model-checking.md has the table), and the singles of the lock, the latch
+//! and the master are exhaustive in well under a second. `--budgets all` checks every single
+//! kind and every pair of kinds (one of each): 6 budgets of one kind and 15 of two.
 //! `--budgets singles` runs the six alone; a list such as `--budgets "crash=1;expire=1,crash=1"`
 //! runs those (budgets separated by `;`).
 //!
@@ -15,8 +20,11 @@
 //! proof. Rows come in the budgets' order whatever order they finished in, so a run's output
 //! is the same on any number of cores.
 //!
-//! Exit code: the first violating budget's (safety or liveness, as `check`), else 0. Each row
-//! gives the command that checks its budget alone, to reproduce or explore it.
+//! After the rows, the first violated budget (in the budgets' order) is checked once more as
+//! `check --faults BUDGET` does, the same search with the same limits, which prints its
+//! counterexample shortened (and writes `--export`, `--html`); with `--json` the report is that
+//! check's, with the rows added as `budgets`. Exit code: that check's (safety or liveness), else
+//! 0. Each row gives the command that checks its budget alone, to reproduce or explore it.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,8 +36,8 @@ use zkh_model::check::{
 };
 use zkh_scenarios::{any_model, Recipe};
 
-use crate::check::{json_report, violation_code};
-use crate::{say, CheckArgs, BAD_INPUT};
+use crate::check::{json_report, note_known_bad, run_check};
+use crate::{say, CheckArgs, BAD_INPUT, DEFAULT_FAULTS};
 
 /// The fault kinds of the model, as `--faults` names them.
 pub(crate) const KINDS: [&str; 6] = [
@@ -48,10 +56,19 @@ pub(crate) const BUDGET_STATES: usize = 3_000_000;
 /// Random walks for a budget whose exhaustive check gave up, unless `--budget-walks` says.
 pub(crate) const BUDGET_WALKS: u64 = 20_000;
 
-/// The budgets `spec` names: `all`, `singles`, or budgets separated by `;`.
+/// The budgets `check` checks without `--faults`.
+pub(crate) const STANDARD: &str = "standard";
+
+/// The sharded job's cycles in the standard budgets, unless `--cycles` says.
+const STANDARD_JOB_CYCLES: u64 = 2;
+
+/// The budgets `spec` names: `standard`, `all`, `singles`, or budgets separated by `;`.
 pub(crate) fn budgets(spec: &str) -> Result<Vec<String>, String> {
     let singles = KINDS.iter().map(|kind| format!("{kind}=1"));
     match spec.trim() {
+        STANDARD => Ok(std::iter::once(DEFAULT_FAULTS.to_owned())
+            .chain(singles)
+            .collect()),
         "all" => {
             let mut all: Vec<String> = singles.collect();
             for (i, first) in KINDS.iter().enumerate() {
@@ -71,7 +88,7 @@ pub(crate) fn budgets(spec: &str) -> Result<Vec<String>, String> {
                 .collect();
             if named.is_empty() {
                 return Err(format!(
-                    "--budgets {spec:?}: expected all, singles, or budgets separated by ;"
+                    "--budgets {spec:?}: expected standard, all, singles, or budgets separated by ;"
                 ));
             }
             for budget in &named {
@@ -118,6 +135,7 @@ struct Settings {
     seed: u64,
     max_depth: usize,
     symmetry: bool,
+    partial_order: bool,
 }
 
 /// `zkharness check RECIPE --budgets SPEC`.
@@ -135,12 +153,16 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
         seed: args.seed,
         max_depth: args.max_depth,
         symmetry: !args.no_symmetry,
+        partial_order: !args.no_partial_order,
     };
     // Every budget's recipe is made first: a bad option is one error, before any work.
     let mut recipes = Vec::new();
     for budget in &list {
         let mut model_args = args.model.clone();
-        model_args.faults = budget.clone();
+        model_args.faults = Some(budget.clone());
+        if spec == STANDARD && model_args.recipe == "job" {
+            model_args.cycles.get_or_insert(STANDARD_JOB_CYCLES);
+        }
         match crate::parse(&model_args) {
             Ok(recipe) => recipes.push(recipe),
             Err(message) => {
@@ -153,13 +175,19 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
     if !args.json {
         let first = &recipes[0];
         say!(
-            "{} ({}), {} clients, acting {:?}: {} budgets, each exhaustive up to {} states, \
+            "{} ({}), {} clients, acting {:?}{}: {} {} budgets, each exhaustive up to {} states, \
              else {} random walks from seed {}; on {} threads",
             first.name,
             first.variant,
             first.clients,
             first.acting_name(),
+            crate::check::job_shape(first),
             recipes.len(),
+            if spec == STANDARD {
+                "standard"
+            } else {
+                "fault"
+            },
             settings.states,
             settings.walks,
             settings.seed,
@@ -197,65 +225,102 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
         .collect();
     let seconds = started.elapsed().as_secs_f64();
     let recipe = &recipes[0];
+    let rows_json: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| {
+            serde_json::json!({
+                "faults": row.budget,
+                "search": row.how,
+                "states": row.states,
+                "unique_states": row.unique_states,
+                "walks": row.walks,
+                "seconds": row.seconds,
+                "result": row.violation.map_or("pass", |_| "violation"),
+                "violation": row.violation,
+                "sometimes_unreached": row.unreached,
+                "command": command(recipe, &row.budget),
+            })
+        })
+        .collect();
+    if !args.json {
+        print_rows(&rows, recipe, seconds);
+    }
+    if let Some(index) = rows.iter().position(|row| row.violation.is_some()) {
+        return counterexample(args, &recipes[index], &rows[index], &settings, rows_json);
+    }
     if args.json {
-        let report = json_report(
+        let mut report = json_report(
             recipe,
             serde_json::json!({
-                "budgets": rows.iter().map(|row| serde_json::json!({
-                    "faults": row.budget,
-                    "search": row.how,
-                    "states": row.states,
-                    "unique_states": row.unique_states,
-                    "walks": row.walks,
-                    "seconds": row.seconds,
-                    "result": row.violation.map_or("pass", |_| "violation"),
-                    "violation": row.violation,
-                    "sometimes_unreached": row.unreached,
-                    "command": command(recipe, &row.budget),
-                })).collect::<Vec<_>>(),
+                "budgets": rows_json,
+                "result": "pass",
                 "seconds": seconds,
                 "threads": threads,
             }),
         );
+        // The budgets are the rows'; the report names what was asked for.
+        report["faults"] = serde_json::json!(spec);
         say!("{report}");
-    } else {
-        say!(
-            "{:<32} {:>12} {:>12} {:>8}  verdict",
-            "faults",
-            "states",
-            "walks",
-            "seconds"
-        );
-        for row in &rows {
-            say!(
-                "{:<32} {:>12} {:>12} {:>8.1}  {}",
-                row.budget,
-                row.states,
-                if row.how == "walks" {
-                    row.walks.to_string()
-                } else {
-                    "-".to_owned()
-                },
-                row.seconds,
-                row.verdict()
-            );
-        }
-        let walked = rows.iter().filter(|row| row.how == "walks").count();
-        say!(
-            "{} budgets in {seconds:.1} s: {} violated, {} exhaustive, {walked} by walks where the \
-             exhaustive check gave up",
-            rows.len(),
-            rows.iter().filter(|row| row.violation.is_some()).count(),
-            rows.len() - walked
-        );
-        for row in rows.iter().filter(|row| row.violation.is_some()) {
-            say!("  its counterexample: {}", command(recipe, &row.budget));
-        }
     }
-    match rows.iter().find_map(|row| row.violation) {
-        Some(property) => ExitCode::from(violation_code(property)),
-        None => ExitCode::SUCCESS,
+    note_known_bad(recipe, args.json);
+    ExitCode::SUCCESS
+}
+
+/// The rows as a table, and what they add up to.
+fn print_rows(rows: &[Row], recipe: &Recipe, seconds: f64) {
+    say!(
+        "{:<32} {:>12} {:>12} {:>8}  verdict",
+        "faults",
+        "states",
+        "walks",
+        "seconds"
+    );
+    for row in rows {
+        say!(
+            "{:<32} {:>12} {:>12} {:>8.1}  {}",
+            row.budget,
+            row.states,
+            if row.how == "walks" {
+                row.walks.to_string()
+            } else {
+                "-".to_owned()
+            },
+            row.seconds,
+            row.verdict()
+        );
     }
+    let walked = rows.iter().filter(|row| row.how == "walks").count();
+    say!(
+        "{} budgets in {seconds:.1} s: {} violated, {} exhaustive, {walked} by walks where the \
+         exhaustive check gave up",
+        rows.len(),
+        rows.iter().filter(|row| row.violation.is_some()).count(),
+        rows.len() - walked
+    );
+    for row in rows.iter().filter(|row| row.violation.is_some()) {
+        say!("  checks it alone: {}", command(recipe, &row.budget));
+    }
+}
+
+/// Checks the violated budget of `row` once more as `check --faults BUDGET` does, with the same
+/// search and limits, so that its counterexample is printed, shortened and exported; with
+/// `--json` that check's report carries every row as `budgets`.
+fn counterexample(
+    args: &CheckArgs,
+    recipe: &Recipe,
+    row: &Row,
+    settings: &Settings,
+    rows_json: Vec<serde_json::Value>,
+) -> ExitCode {
+    let mut one = args.clone();
+    one.max_states = settings.states;
+    one.walks = (row.how == "walks").then_some(settings.walks);
+    one.budget_rows = Some(serde_json::Value::Array(rows_json));
+    if !args.json {
+        say!("\nthe first violated budget, {}:", row.budget);
+    }
+    // `run_check` takes the walks itself where `one.walks` says.
+    any_model!(recipe, model => run_check(model, recipe, &one))
 }
 
 /// The `zkharness check` command that checks `budget` alone.
@@ -272,6 +337,10 @@ fn command(recipe: &Recipe, budget: &str) -> String {
 
 fn one_budget<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, settings: &Settings) -> Row {
     let started = Instant::now();
+    let model = RecipeModel {
+        partial_order: settings.partial_order,
+        ..model
+    };
     let limits = Limits {
         max_states: Some(settings.states),
         max_depth: settings.max_depth,

@@ -151,7 +151,7 @@ pub(crate) fn run_check<W: Workload>(
             _ if !verdict.complete => serde_json::json!("incomplete"),
             _ => serde_json::json!("pass"),
         };
-        let report = json_report(
+        let mut report = json_report(
             recipe,
             serde_json::json!({
                 "states": verdict.states,
@@ -184,6 +184,9 @@ pub(crate) fn run_check<W: Workload>(
                 "result": result,
             }),
         );
+        if let Some(rows) = &args.budget_rows {
+            report["budgets"] = rows.clone();
+        }
         say!("{report}");
     } else {
         print_banner(recipe);

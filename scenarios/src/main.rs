@@ -26,7 +26,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use stateright::Model;
 use zkh_model::check::{Acting, FaultBudget, Limits, RecipeModel, Searcher, Workload, COMPACT_MIB};
 use zkh_scenarios::report::exit;
@@ -102,9 +103,13 @@ struct ModelArgs {
     #[arg(long, default_value_t = 3)]
     clients: usize,
     /// The fault budget: `NAME=COUNT,...` with `drop-request`, `drop-reply`, `expire`,
-    /// `client-expire`, `leader-change`, `crash`; or `none`.
-    #[arg(long, default_value = "drop-reply=1,expire=1")]
-    faults: String,
+    /// `client-expire`, `leader-change`, `crash`; or `none`. Without it, `check` checks the
+    /// standard budgets (`drop-reply=1,expire=1`, then each kind alone; see `--budgets`), and a
+    /// check given an option of one search (`--walks`, `--preemptions`, `--reads-first`,
+    /// `--compact-mib`, `--threads`, `--searcher`, `--max-states`, `--progress-secs`) or
+    /// `explore` takes `drop-reply=1,expire=1`.
+    #[arg(long)]
+    faults: Option<String>,
     /// When applications act and what the resource accepts: `caught-up` (only with nothing in
     /// flight to them, on a resource that accepts everything: judges the recipe), `fenced`
     /// (whenever they believe, on a resource that refuses older tokens), `unfenced` (whenever
@@ -121,7 +126,7 @@ struct ModelArgs {
     cycles: Option<u64>,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 #[command(group(clap::ArgGroup::new("seeded").args(["walks", "budgets"]).multiple(true)))]
 struct CheckArgs {
     #[command(flatten)]
@@ -215,24 +220,48 @@ struct CheckArgs {
     /// `--seed S --walks N` repeats exactly.
     #[arg(long, default_value_t = 0, requires = "seeded")]
     seed: u64,
-    /// Check every fault budget instead of `--faults`: `all` (each of the six kinds alone, and
-    /// every pair of kinds, one fault each: 21 budgets), `singles`, or budgets separated by `;`.
-    /// One row per budget (states, seconds, verdict); the budgets run side by side on every
-    /// core. A budget whose exhaustive check gives up at `--budget-states` continues with
-    /// `--budget-walks` random walks, and its row says so.
+    /// Check these fault budgets instead of one `--faults`: `standard` (what `check` without
+    /// `--faults` checks: `drop-reply=1,expire=1`, then each of the six kinds alone; the job
+    /// over two cycles unless `--cycles` says), `all` (each kind alone, and every pair of
+    /// kinds, one fault each: 21 budgets), `singles`, or budgets separated by `;`. One row per
+    /// budget (states, seconds, verdict); the budgets run side by side on every core. A budget
+    /// whose exhaustive check gives up at `--budget-states` continues with `--budget-walks`
+    /// random walks, and its row says so. The first violated budget's counterexample follows
+    /// (with `--json`, the report is that budget's check with the rows added as `budgets`).
     #[arg(long, value_name = "SPEC", conflicts_with_all = [
-        "walks", "preemptions", "reads_first", "export", "html", "compact_mib", "threads",
-        "max_states", "searcher",
+        "walks", "preemptions", "reads_first", "compact_mib", "threads",
+        "max_states", "searcher", "faults", "progress_secs",
     ])]
     budgets: Option<String>,
-    /// With `--budgets`: each budget's exhaustive check gives up after this many generated
-    /// states.
-    #[arg(long, value_name = "N", default_value_t = budgets::BUDGET_STATES, requires = "budgets")]
+    /// With `--budgets` or the standard budgets: each budget's exhaustive check gives up after
+    /// this many generated states.
+    #[arg(long, value_name = "N", default_value_t = budgets::BUDGET_STATES)]
     budget_states: usize,
-    /// With `--budgets`: the random walks for a budget whose exhaustive check gave up.
-    #[arg(long, value_name = "N", default_value_t = budgets::BUDGET_WALKS, requires = "budgets")]
+    /// With `--budgets` or the standard budgets: the random walks for a budget whose exhaustive
+    /// check gave up.
+    #[arg(long, value_name = "N", default_value_t = budgets::BUDGET_WALKS)]
     budget_walks: u64,
+    /// The rows of the budgets checked before this one check, added to its JSON report.
+    #[arg(skip)]
+    budget_rows: Option<serde_json::Value>,
 }
+
+/// The budget of a check given `--faults` of no budget, or of an option of one search.
+pub(crate) const DEFAULT_FAULTS: &str = "drop-reply=1,expire=1";
+
+/// The options of `check` that shape one search: given without `--faults`, the check searches
+/// [`DEFAULT_FAULTS`] alone instead of the standard budgets.
+const ONE_SEARCH: [&str; 9] = [
+    "faults",
+    "walks",
+    "preemptions",
+    "reads_first",
+    "compact_mib",
+    "threads",
+    "searcher",
+    "max_states",
+    "progress_secs",
+];
 
 /// `--searcher`: [`Searcher`] on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -300,8 +329,11 @@ mod walks;
 use check::run_check;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(error) => {
             // `--help` and `--version` are not errors; anything else clap refuses is bad input
             // (exit 64), not a check that gave up (exit 2, clap's own code).
@@ -326,11 +358,20 @@ fn main() -> ExitCode {
         Command::Replay(args) => Ok(commands::replay(args)),
         Command::Shrink(args) => Ok(commands::shrink(args)),
         Command::Report(args) => Ok(commands::report(args)),
-        Command::Check(args) => match &args.budgets {
-            Some(spec) => Ok(budgets::run_budgets(&args, spec)),
-            None => parse(&args.model)
-                .map(|recipe| any_model!(recipe, model => run_check(model, &recipe, &args))),
-        },
+        Command::Check(args) => {
+            let given = matches
+                .subcommand_matches("check")
+                .expect("the check subcommand");
+            let one_search = ONE_SEARCH
+                .iter()
+                .any(|id| given.value_source(id) == Some(ValueSource::CommandLine));
+            match (&args.budgets, one_search) {
+                (Some(spec), _) => Ok(budgets::run_budgets(&args, spec)),
+                (None, false) => Ok(budgets::run_budgets(&args, budgets::STANDARD)),
+                (None, true) => parse(&args.model)
+                    .map(|recipe| any_model!(recipe, model => run_check(model, &recipe, &args))),
+            }
+        }
         Command::Explore(args) => {
             parse(&args.model).map(|recipe| any_model!(recipe, model => explore(model, args.port)))
         }
@@ -372,7 +413,8 @@ fn parse(args: &ModelArgs) -> Result<Recipe, String> {
             args.clients
         ));
     }
-    let budget = FaultBudget::parse(&args.faults).map_err(|e| format!("--faults: {e}"))?;
+    let faults = args.faults.as_deref().unwrap_or(DEFAULT_FAULTS);
+    let budget = FaultBudget::parse(faults).map_err(|e| format!("--faults: {e}"))?;
     let acting: Acting = serde_json::from_value(serde_json::Value::String(args.acting.clone()))
         .map_err(|_| {
             format!(

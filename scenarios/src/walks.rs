@@ -107,7 +107,7 @@ pub(crate) fn run_walks<W: Workload>(
             }),
             _ => serde_json::json!("no-violation-found"),
         };
-        let report = json_report(
+        let mut report = json_report(
             recipe,
             serde_json::json!({
                 "search": "random-walks",
@@ -127,6 +127,9 @@ pub(crate) fn run_walks<W: Workload>(
                 "result": result,
             }),
         );
+        if let Some(rows) = &args.budget_rows {
+            report["budgets"] = rows.clone();
+        }
         say!("{report}");
     } else {
         print_banner(recipe);

@@ -58,11 +58,72 @@ fn check_json_reports_a_violation_with_its_path_and_exits_1() {
 
 #[test]
 fn check_json_reports_a_pass_and_exits_0() {
-    let (code, stdout, _) = zkharness(&["check", "latch", "--clients", "2", "--json"]);
+    let one = [
+        "check",
+        "latch",
+        "--clients",
+        "2",
+        "--faults",
+        "drop-reply=1,expire=1",
+    ];
+    let (code, stdout, _) = zkharness(&[&one[..], &["--json"]].concat());
     assert_eq!(code, 0);
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
     assert_eq!(report["result"], "pass");
     assert_eq!(report["faults"], "drop-reply=1,expire=1");
+    assert!(report.get("budgets").is_none(), "one budget: {report}");
+}
+
+/// Without `--faults`, `check` checks the standard budgets: the pair it always checked first,
+/// then each kind alone, one row each; an option of one search checks that pair alone.
+#[test]
+fn the_plain_check_covers_every_fault_kind_and_one_search_option_checks_one_budget() {
+    let (code, stdout, _) = zkharness(&["check", "latch", "--clients", "2", "--json"]);
+    assert_eq!(code, 0, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(report["result"], "pass");
+    assert_eq!(report["faults"], "standard");
+    let rows = report["budgets"].as_array().expect("rows");
+    let faults: Vec<&str> = rows
+        .iter()
+        .filter_map(|row| row["faults"].as_str())
+        .collect();
+    assert_eq!(
+        faults,
+        [
+            "drop-reply=1,expire=1",
+            "drop-request=1",
+            "drop-reply=1",
+            "expire=1",
+            "client-expire=1",
+            "leader-change=1",
+            "crash=1"
+        ]
+    );
+    assert!(
+        rows.iter().all(|row| row["search"] == "exhaustive"),
+        "{report}"
+    );
+    let (code, stdout, _) = zkharness(&["check", "latch", "--clients", "2", "--threads", "2"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.contains("faults drop-reply=1,expire=1") && !stdout.contains("standard budgets"),
+        "one search, one budget: {stdout}"
+    );
+    // The job's standard budgets judge two cycles, by walks where a budget's search gives up.
+    let job = ["check", "job", "--clients", "2", "--budget-states", "2000"];
+    let (code, stdout, _) = zkharness(&[&job[..], &["--budget-walks", "20", "--json"]].concat());
+    assert_eq!(code, 0, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let rows = report["budgets"].as_array().expect("rows");
+    assert_eq!(rows.len(), 7, "{report}");
+    assert!(rows
+        .iter()
+        .all(|row| row["search"] == "walks" && row["walks"] == 20));
+    assert!(
+        (rows[0]["command"].as_str()).is_some_and(|c| c.contains("--cycles 2")),
+        "{report}"
+    );
 }
 
 /// The JSON report of a check of `args` (and `extra`) that must pass: the value of `field`,
@@ -82,7 +143,8 @@ fn pass_report(
 
 #[test]
 fn symmetry_reduction_is_on_by_default_and_can_be_turned_off() {
-    let report = |extra: &[&str]| pass_report(&["check", "latch"], extra, "symmetry");
+    let latch = ["check", "latch", "--faults", "drop-reply=1,expire=1"];
+    let report = |extra: &[&str]| pass_report(&latch, extra, "symmetry");
     // Three interchangeable clients: up to 3! = 6 states are one up to renaming.
     assert_eq!(report(&[]), (true.into(), 56_233.into()));
     assert_eq!(report(&["--no-symmetry"]), (false.into(), 336_847.into()));
@@ -90,7 +152,15 @@ fn symmetry_reduction_is_on_by_default_and_can_be_turned_off() {
 
 #[test]
 fn the_partial_order_reduction_is_on_by_default_and_can_be_turned_off() {
-    let latch = ["check", "latch", "--clients", "2", "--no-symmetry"];
+    let latch = [
+        "check",
+        "latch",
+        "--clients",
+        "2",
+        "--no-symmetry",
+        "--faults",
+        "drop-reply=1,expire=1",
+    ];
     let report = |extra: &[&str]| pass_report(&latch, extra, "partial_order");
     assert_eq!(report(&[]), (true.into(), 8_797.into()));
     assert_eq!(
@@ -120,7 +190,8 @@ fn no_owner_check_is_caught_with(option: &str) {
 
 #[test]
 fn reads_first_bounds_the_schedules_and_says_so() {
-    let report = |extra: &[&str]| pass_report(&["check", "latch"], extra, "reads_first");
+    let latch = ["check", "latch", "--faults", "drop-reply=1,expire=1"];
+    let report = |extra: &[&str]| pass_report(&latch, extra, "reads_first");
     assert_eq!(report(&[]), (false.into(), 56_233.into()));
     assert_eq!(
         report(&["--reads-first"]),
@@ -630,13 +701,21 @@ fn a_check_that_reaches_its_state_limit_says_so_and_exits_3() {
 #[test]
 fn a_check_that_reaches_its_depth_limit_says_so_and_exits_3() {
     // The lock's standard check is 44 steps deep: at 10 the depth-first search must stop.
-    let (code, stdout, _) = zkharness(&["check", "lock", "--max-depth", "10", "--json"]);
+    let lock = [
+        "check",
+        "lock",
+        "--faults",
+        "drop-reply=1,expire=1",
+        "--max-depth",
+        "10",
+    ];
+    let (code, stdout, _) = zkharness(&[&lock[..], &["--json"]].concat());
     assert_eq!(code, 3, "{stdout}");
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
     assert_eq!(report["result"], "incomplete");
     assert_eq!(report["gave_up"], "max-depth");
     assert_eq!(report["max_depth"], 10);
-    let (code, stdout, _) = zkharness(&["check", "lock", "--max-depth", "10"]);
+    let (code, stdout, _) = zkharness(&lock);
     assert_eq!(code, 3, "{stdout}");
     assert!(
         stdout.contains("longer than --max-depth 10 steps"),
@@ -773,14 +852,25 @@ fn a_known_bad_variant_that_shows_no_violation_says_how_it_is_caught() {
     );
 }
 
-/// `--budgets`: the control of our own design that the default budget cannot show (a release
-/// that takes a delete's ConnectionLoss for done: right after a lost reply, wrong after a lost
-/// request) passes the default check and is caught by the budget that drops a request, with one
-/// row per budget and the command that checks it alone.
+/// `--budgets`: the control of our own design that the one budget `check` searched before
+/// cannot show (a release that takes a delete's ConnectionLoss for done: right after a lost
+/// reply, wrong after a lost request) passes that budget and is caught by the budget that drops
+/// a request, with one row per budget and the command that checks it alone; the plain check,
+/// whose standard budgets drop a request too, catches it and prints its counterexample.
 #[test]
-fn budgets_catch_the_unguaranteed_delete_that_the_default_budget_misses() {
-    let (code, stdout, _) = zkharness(&["check", "lock", "--variant", "unguaranteed-delete"]);
-    assert_eq!(code, 0, "the default budget cannot show it: {stdout}");
+fn budgets_catch_the_unguaranteed_delete_that_one_budget_misses() {
+    let unguaranteed = ["check", "lock", "--variant", "unguaranteed-delete"];
+    let pair = [&unguaranteed[..], &["--faults", "drop-reply=1,expire=1"]].concat();
+    let (code, stdout, _) = zkharness(&pair);
+    assert_eq!(code, 0, "that budget cannot show it: {stdout}");
+    let (code, stdout, _) = zkharness(&unguaranteed);
+    assert_eq!(code, 2, "the plain check catches it: {stdout}");
+    assert!(
+        stdout.contains("the first violated budget, drop-request=1:")
+            && stdout.contains("VIOLATION of leader elected")
+            && stdout.contains("shortest counterexample, 22 steps"),
+        "{stdout}"
+    );
     let (code, stdout, stderr) = zkharness(&[
         "check",
         "lock",
