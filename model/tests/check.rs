@@ -30,6 +30,7 @@ fn model<W: Workload>(workload: W, clients: usize, faults: &str) -> RecipeModel<
         canonical_news: None,
         partial_order: true,
         reads_first: false,
+        claims_judged: true,
     }
 }
 
@@ -202,13 +203,14 @@ fn the_correct_latch_passes_a_client_side_expiry() {
 #[test]
 fn a_violation_found_depth_first_is_shortened() {
     // The depth-first search finds no-owner-check's counterexample by some longer path; the
-    // check still reports the shortest.
+    // check still reports the shortest. (CURATOR-696: the new session leads on the old
+    // session's node, a false claim at the first settled moment after it.)
     let model = latch(LatchVariant::NoOwnerCheck, "client-expire=1");
     let verdict = check(&model);
     let violation = verdict.violation.expect("a violation");
-    assert_eq!(violation.property, "single acting master");
+    assert_eq!(violation.property, "claims are owned");
     assert!(violation.shortest);
-    assert_eq!(violation.path.len(), 19, "the same length as breadth first");
+    assert_eq!(violation.path.len(), 22, "the same length as breadth first");
 }
 
 #[test]
@@ -298,6 +300,7 @@ fn the_master_election_passes_three_clients_with_a_lost_reply_and_an_expiry() {
         canonical_news: None,
         partial_order: true,
         reads_first: false,
+        claims_judged: true,
     };
     passes("master", &model, [2_236, 13_060]);
 }
@@ -321,6 +324,7 @@ fn no_watch_backups_leave_the_application_without_a_master_after_its_expiry() {
         canonical_news: None,
         partial_order: true,
         reads_first: false,
+        claims_judged: true,
     };
     caught("no-watch", &model("expire=1"), "leader elected", 9);
     caught(

@@ -79,7 +79,7 @@ fn a_compacted_search_meets_the_same_violation_by_the_same_path() {
     );
     let verdict = same_as_exact(&latch, Limits::default(), 4);
     let violation = verdict.violation.expect("no-owner-check is caught");
-    assert_eq!(violation.property, "single acting master");
+    assert_eq!(violation.property, "claims are owned");
     let lock = model(
         LockWorkload {
             variant: LockVariant::Herd,

@@ -126,8 +126,8 @@ fn both_searches_meet_the_same_first_violation_by_the_same_path() {
     );
     for verdict in same_verdicts("no-owner-check", &no_owner_check, Limits::default()) {
         let violation = verdict.violation.expect("a violation");
-        assert_eq!(violation.property, "single acting master");
-        assert_eq!(violation.path.len(), 19, "shortened to the shortest");
+        assert_eq!(violation.property, "claims are owned");
+        assert_eq!(violation.path.len(), 22, "shortened to the shortest");
     }
     let unfenced = model(
         LockWorkload {

@@ -47,6 +47,7 @@ fn models<W: Workload>(workload: W, acting: Acting) -> (RecipeModel<W>, RecipeMo
         canonical_news: None,
         partial_order: true,
         reads_first: false,
+        claims_judged: true,
     };
     let whole = RecipeModel {
         forget_settled: false,

@@ -34,6 +34,7 @@ fn model<W: Workload>(workload: W, faults: &str) -> RecipeModel<W> {
         canonical_news: None,
         partial_order: true,
         reads_first: false,
+        claims_judged: true,
     }
 }
 

@@ -135,7 +135,7 @@ fn threads_meet_the_same_violation_and_shorten_it_to_the_same_path() {
     );
     let one = check_within(&latch, Limits::default());
     let violation = one.violation.clone().expect("no-owner-check is caught");
-    assert_eq!(violation.property, "single acting master");
+    assert_eq!(violation.property, "claims are owned");
     let herd = model(
         LockWorkload {
             variant: LockVariant::Herd,

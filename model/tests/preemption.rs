@@ -118,7 +118,7 @@ fn the_known_bad_lock_latch_and_master_are_caught_without_preemptions() {
     fails("no-watch", &bounded(&no_watch, 0, 300), "leader elected", 9);
     let no_owner = latch(LatchVariant::NoOwnerCheck, "client-expire=1");
     let stale = bounded(&no_owner, 0, 300);
-    fails("no-owner-check", &stale, "single acting master", 19);
+    fails("no-owner-check", &stale, "claims are owned", 22);
 }
 
 #[test]

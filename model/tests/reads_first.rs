@@ -198,7 +198,7 @@ fn known_bad_variants_are_caught_within_the_bound() {
             "client-expire=1",
             true,
         ),
-        "single acting master",
+        "claims are owned",
     );
     let job = JobWorkload::new(JobVariant::NoCycleClaim);
     caught(

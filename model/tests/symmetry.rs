@@ -40,6 +40,7 @@ fn model<W: Workload>(workload: W, acting: Acting) -> RecipeModel<W> {
         canonical_news: None,
         partial_order: true,
         reads_first: false,
+        claims_judged: true,
     }
 }
 

@@ -124,7 +124,7 @@ fn walks_catch_every_known_bad_variant() {
             "client-expire=1",
             CaughtUp,
         ),
-        "single acting master",
+        "claims are owned",
         10_000,
     );
     caught(

@@ -136,6 +136,12 @@ impl ElectionMachine {
         format!("{}/leader/election/instance", self.job)
     }
 
+    /// The instance node, while this instance believes it leads: its current session must own
+    /// it (a node of the same id written by an earlier session is not a leadership).
+    pub fn claimed_node(&self) -> Option<String> {
+        self.leader.then(|| self.instance_path())
+    }
+
     /// The instance node's ancestors, shallowest first: `/job`, `/job/leader`, ...
     fn ancestors(&self) -> Vec<String> {
         crate::path::ancestors(crate::path::parent_of(&self.instance_path()))

@@ -158,6 +158,12 @@ impl LatchMachine {
         self.leader
     }
 
+    /// The node this participant's leadership stands on, while it believes it leads: its own
+    /// node, first in line, which its current session must own.
+    pub fn claimed_node(&self) -> Option<&str> {
+        self.node.as_deref().filter(|_| self.leader)
+    }
+
     fn issue(&mut self, step: Step, out: &mut Vec<Command<LatchReport>>) {
         let id = self.ids.fresh();
         let request = match &step {

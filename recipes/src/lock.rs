@@ -209,6 +209,12 @@ impl LockMachine {
         self.phase == Phase::Held
     }
 
+    /// The node the lock is held by, while this client believes it holds it: its own node,
+    /// first in line, which its current session must own.
+    pub fn claimed_node(&self) -> Option<&str> {
+        self.node.as_deref().filter(|_| self.is_held())
+    }
+
     fn issue(&mut self, step: Step, out: &mut Vec<Command<LockReport>>) {
         if self.timed_out && self.phase == Phase::Acquiring {
             // The timeout passed while the create's outcome was unknown; now it is known: no

@@ -111,6 +111,12 @@ impl MasterMachine {
         self.role == Some(true)
     }
 
+    /// The master's node, while this process believes it is master: its current session must
+    /// own it.
+    pub fn claimed_node(&self) -> Option<&str> {
+        self.is_master().then_some(self.path.as_str())
+    }
+
     fn issue(&mut self, step: Step, out: &mut Vec<Command<MasterReport>>) {
         let id = self.ids.fresh();
         let request = match step {

@@ -136,6 +136,7 @@ struct Settings {
     max_depth: usize,
     symmetry: bool,
     partial_order: bool,
+    claims_judged: bool,
 }
 
 /// `zkharness check RECIPE --budgets SPEC`.
@@ -154,6 +155,7 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
         max_depth: args.max_depth,
         symmetry: !args.no_symmetry,
         partial_order: !args.no_partial_order,
+        claims_judged: !args.no_claims,
     };
     // Every budget's recipe is made first: a bad option is one error, before any work.
     let mut recipes = Vec::new();
@@ -339,6 +341,7 @@ fn one_budget<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, settings: &Se
     let started = Instant::now();
     let model = RecipeModel {
         partial_order: settings.partial_order,
+        claims_judged: settings.claims_judged,
         ..model
     };
     let limits = Limits {

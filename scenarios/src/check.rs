@@ -12,7 +12,7 @@ use zkh_model::check::{
     Workload, LIVELOCK, MAX_LOAD_PERCENT, OWNERSHIP, PROGRESS, SHORTEN_STATES,
 };
 use zkh_scenarios::export::to_toml;
-use zkh_scenarios::known_bad::{known_bad, simulator_only};
+use zkh_scenarios::known_bad::{known_bad, model_finding, simulator_only};
 use zkh_scenarios::{export, Recipe, RecipeKind};
 
 use crate::walks::run_walks;
@@ -32,6 +32,7 @@ pub(crate) fn run_check<W: Workload>(
     let model = RecipeModel {
         partial_order: !args.no_partial_order,
         reads_first: args.reads_first,
+        claims_judged: !args.no_claims,
         ..model
     };
     if let Some(walks) = args.walks {
@@ -317,6 +318,7 @@ pub(crate) fn run_check<W: Workload>(
         }
     }
     if let Some(violation) = &verdict.violation {
+        note_finding(recipe, violation.property, args.json);
         return ExitCode::from(violation_code(violation.property));
     }
     note_known_bad(recipe, args.json);
@@ -527,6 +529,25 @@ pub(crate) fn note_known_bad(recipe: &Recipe, json: bool) {
     } else {
         return;
     };
+    if json {
+        eprintln!("{note}");
+    } else {
+        say!("{note}");
+    }
+}
+
+/// For a violation that is a recorded finding in a faithful profile (not a defect of the
+/// harness or of our port), what it is (on stdout with the text report, on stderr beside a JSON
+/// one).
+pub(crate) fn note_finding(recipe: &Recipe, property: &str, json: bool) {
+    let Some(finding) = model_finding(&recipe.name, &recipe.variant, property) else {
+        return;
+    };
+    let note = format!(
+        "note: a recorded finding in the upstream code this recipe ports, not a defect of the \
+         harness: {}",
+        finding.what
+    );
     if json {
         eprintln!("{note}");
     } else {

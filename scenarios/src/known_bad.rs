@@ -71,8 +71,8 @@ pub const KNOWN_BAD: &[KnownBad] = &[
         recipe: "latch",
         variant: "no-owner-check",
         options: &["--faults", "client-expire=1"],
-        property: "single acting master",
-        steps: 19,
+        property: "claims are owned",
+        steps: 22,
     },
     KnownBad {
         recipe: "latch",
@@ -176,6 +176,53 @@ pub const SIMULATOR_ONLY: &[SimulatorOnly] = &[SimulatorOnly {
           acting never counts the stale leader, and --acting unfenced counts the correct \
           latch's too)",
 }];
+
+/// A violation the model checker finds in a faithful profile of a release: a finding about the
+/// upstream code, recorded with the check that reproduces it, never fixed in the profile.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelFinding {
+    /// The recipe.
+    pub recipe: &'static str,
+    /// The variant (the faithful profile, `correct`).
+    pub variant: &'static str,
+    /// The property it breaks.
+    pub property: &'static str,
+    /// The options, after `--variant`, of a check that shows it.
+    pub options: &'static [&'static str],
+    /// What it is, in a sentence or two.
+    pub what: &'static str,
+}
+
+impl ModelFinding {
+    /// The command line that shows it.
+    pub fn command(&self) -> String {
+        let mut words = vec!["zkharness", "check", self.recipe, "--variant", self.variant];
+        words.extend_from_slice(self.options);
+        words.join(" ")
+    }
+}
+
+/// Every finding of the model checker in a faithful profile.
+pub const MODEL_FINDINGS: &[ModelFinding] = &[ModelFinding {
+    recipe: "election",
+    variant: "correct",
+    property: zkh_model::check::OWNERSHIP,
+    options: &["--clients", "2", "--faults", "client-expire=1"],
+    what: "Elastic-Job 2.1.5's election leads while the leader node holds its id \
+           (LeaderService.isLeader compares the data, not the node's ephemeralOwner): after a \
+           client-side expiry the new session finds its id in the node the old session wrote, \
+           which the server keeps until it expires the old session, and leads on it; the shape \
+           of CURATOR-696. Nobody else leads meanwhile (the node is there), and its deletion \
+           elects again, so \"single acting master\" holds; the belief is false for up to a \
+           session timeout (docs/model-checking.md, \"Findings of the ownership oracle\")",
+}];
+
+/// The recorded finding `property`'s violation in `recipe`'s `variant` is, if it is one.
+pub fn model_finding(recipe: &str, variant: &str, property: &str) -> Option<&'static ModelFinding> {
+    MODEL_FINDINGS.iter().find(|entry| {
+        entry.recipe == recipe && entry.variant == variant && entry.property == property
+    })
+}
 
 /// The simulator-only entry of `recipe`'s `variant`, if it is one.
 pub fn simulator_only(recipe: &str, variant: &str) -> Option<&'static SimulatorOnly> {

@@ -156,6 +156,12 @@ struct CheckArgs {
     /// Far more states; to cross-check a verdict, or the reduction itself.
     #[arg(long)]
     no_partial_order: bool,
+    /// Leave the model's own invariant "claims are owned" unjudged (by default a client that
+    /// believes at a settled moment that a node is its own, and its session does not own it,
+    /// is a violation): to see which recipe property the false claim goes on to break, if
+    /// any, and to export that as a scenario the simulator judges.
+    #[arg(long)]
+    no_claims: bool,
     /// Whose depth-first search explores the states: `ours` (the default), or `stateright`'s
     /// own, which visits the same states in the same order with more work per state (to
     /// compare the two; its progress is reported by the clock).

@@ -186,6 +186,7 @@ pub(crate) fn run_walks<W: Workload>(
         say!("repeat: {repeat}");
     }
     if let Some(violation) = &verdict.violation {
+        crate::check::note_finding(recipe, violation.property, args.json);
         ExitCode::from(crate::check::violation_code(violation.property))
     } else {
         note_known_bad(recipe, args.json);

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use zkh_scenarios::known_bad::{known_bad, KnownBad, KNOWN_BAD};
+use zkh_scenarios::known_bad::{known_bad, KnownBad, KNOWN_BAD, MODEL_FINDINGS};
 
 fn zkharness(args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_zkharness"))
@@ -185,7 +185,7 @@ fn no_owner_check_is_caught_with(option: &str) {
         "--json",
     ];
     let report = violation_report(&no_owner_check);
-    assert_eq!(report["result"]["violation"], "single acting master");
+    assert_eq!(report["result"]["violation"], "claims are owned");
 }
 
 #[test]
@@ -564,6 +564,7 @@ fn a_counterexample_exports_as_a_scenario_file() {
         "2",
         "--faults",
         "client-expire=1",
+        "--no-claims",
         "--export",
         file.to_str().expect("utf-8"),
     ]);
@@ -900,7 +901,8 @@ fn budgets_catch_the_unguaranteed_delete_that_one_budget_misses() {
     assert_eq!(code, 64, "--budgets takes no --walks: {stderr}");
 }
 
-/// Every correct recipe passes every budget of `--budgets all`: the lock, latch, election and
+/// Every correct recipe passes every budget of `--budgets all` (but for a recorded finding in a
+/// faithful profile, under the fault it names): the lock, latch, election and
 /// master exhaustively or, where a pair's space passes 3 million states, by walks; the sharded
 /// job (two instances) mostly by walks. About 2 minutes in release.
 #[test]
@@ -916,12 +918,28 @@ fn every_correct_recipe_passes_every_budget() {
         let mut args = vec!["check", recipe, "--budgets", "all", "--json"];
         args.extend_from_slice(extra);
         let (code, stdout, stderr) = zkharness(&args);
-        assert_eq!(code, 0, "{recipe}: {stdout}{stderr}");
         let report: serde_json::Value =
             serde_json::from_str(stdout.trim()).expect("one JSON object");
         let rows = report["budgets"].as_array().expect("rows");
         assert_eq!(rows.len(), 21, "{recipe}");
+        // A faithful profile's violation is a recorded finding, under the fault it names.
+        let finding = MODEL_FINDINGS.iter().find(|f| f.recipe == recipe);
+        let shows_finding = |row: &serde_json::Value| {
+            finding.is_some_and(|f| {
+                row["violation"] == f.property
+                    && (row["faults"].as_str())
+                        .is_some_and(|faults| faults.contains(f.options[f.options.len() - 1]))
+            })
+        };
+        assert_eq!(
+            code,
+            if finding.is_some() { 1 } else { 0 },
+            "{recipe}: {stdout}{stderr}"
+        );
         for row in rows {
+            if shows_finding(row) {
+                continue;
+            }
             assert_eq!(row["result"], "pass", "{recipe}: {row}");
             if row["search"] == "walks" {
                 assert_eq!(row["walks"], 20_000, "{recipe}: {row}");
@@ -980,4 +998,24 @@ fn the_plain_check_reports_the_requeueing_latch_as_a_livelock_with_its_loop() {
     assert!(!exported.contains("violation ="), "{exported}");
     assert!(exported.contains("judges no such property"), "{exported}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A recorded finding in a faithful profile is reported as the violation it is, with a note
+/// that names it a finding about the upstream code (here Elastic-Job's election leading on its
+/// old session's node after a client-side expiry); the same check without the claims passes.
+#[test]
+fn a_recorded_finding_is_reported_with_a_note_that_says_so() {
+    let finding = MODEL_FINDINGS.first().expect("one finding");
+    let mut args = vec!["check", finding.recipe, "--variant", finding.variant];
+    args.extend_from_slice(finding.options);
+    let (code, stdout, _) = zkharness(&args);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains(&format!("VIOLATION of {}", finding.property))
+            && stdout.contains("note: a recorded finding in the upstream code"),
+        "{stdout}"
+    );
+    let (code, stdout, _) = zkharness(&[&args[..], &["--no-claims"]].concat());
+    assert_eq!(code, 0, "without the claims: {stdout}");
+    assert!(!stdout.contains("recorded finding"), "{stdout}");
 }

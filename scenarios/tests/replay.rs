@@ -30,7 +30,12 @@ fn the_no_owner_check_counterexample_replays_in_the_simulator() {
     let budget = FaultBudget::parse("client-expire=1").expect("a budget");
     let recipe =
         Recipe::new("latch", "no-owner-check", 3, budget, Acting::CaughtUp).expect("a recipe");
-    let model = recipe.latch_model().expect("the latch");
+    // The false claim comes first ("claims are owned", which the simulator does not judge):
+    // leave it unjudged to export the recipe property it goes on to break.
+    let model = zkh_model::check::RecipeModel {
+        claims_judged: false,
+        ..recipe.latch_model().expect("the latch")
+    };
     let violation = find_violation(&model).expect("the model checker finds CURATOR-696");
     assert_eq!(violation.property, "single acting master");
     let scenario = export(&recipe, violation.property, &violation.path, "test");

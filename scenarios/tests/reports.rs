@@ -390,6 +390,7 @@ fn a_model_checker_counterexample_is_drawn_on_the_same_lanes_with_steps_for_time
         "no-owner-check",
         "--faults",
         "client-expire=1",
+        "--no-claims",
         "--html",
         page.to_str().expect("utf-8"),
     ]);

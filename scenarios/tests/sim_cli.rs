@@ -386,6 +386,7 @@ fn an_exported_counterexample_runs_as_a_scenario_and_reproduces_within_10_seeds(
         "no-owner-check",
         "--faults",
         "client-expire=1",
+        "--no-claims",
         "--export",
         path,
     ]);

@@ -146,6 +146,7 @@ mod tests {
             canonical_news: None,
             partial_order: true,
             reads_first: false,
+            claims_judged: true,
         };
         let parent = model.init_states().remove(0);
         assert!(parent.shared.is_empty(), "a fresh state has no history");

@@ -80,7 +80,7 @@ impl<W: Workload> RecipeModel<W> {
     /// longer gives it is wrong whatever any other property says: no other client may have
     /// acted on it yet, and nothing may be lost, but the belief is false.
     pub fn owns_its_claims(&self, state: &State<W>) -> bool {
-        !W::CLAIMS || self.unowned_claim(state).is_none()
+        !W::CLAIMS || !self.claims_judged || self.unowned_claim(state).is_none()
     }
 
     /// The first claim [`owns_its_claims`](Self::owns_its_claims) finds false in `state`: the

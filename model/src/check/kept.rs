@@ -186,6 +186,7 @@ mod tests {
                     canonical_news: None,
                     partial_order: true,
                     reads_first: false,
+                    claims_judged: true,
                 };
                 let whole = RecipeModel {
                     forget_settled: false,

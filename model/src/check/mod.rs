@@ -328,6 +328,10 @@ pub struct RecipeModel<W: Workload> {
     /// Not with [`Limits::preemptions`]: answering another client's read first is itself a
     /// preemption, so the two bounds together leave almost nothing.
     pub reads_first: bool,
+    /// Judge the model's own invariant [`OWNERSHIP`] ("claims are owned"). On in every check;
+    /// off (`zkharness check --no-claims`) to see which recipe property a false claim goes on
+    /// to break, if any, and to export that as a scenario the simulator judges.
+    pub claims_judged: bool,
 }
 
 /// `sometimes` properties reached (one bit each), shared by the copies of a model: a search
@@ -366,6 +370,7 @@ impl<W: Workload> RecipeModel<W> {
             canonical_news: None,
             partial_order: true,
             reads_first: false,
+            claims_judged: true,
         }
     }
 

@@ -181,6 +181,16 @@ impl Workload for LockWorkload {
         LOCK_DIR
     }
 
+    const CLAIMS: bool = true;
+
+    fn claimed_nodes(&self, machine: &LockMachine) -> Vec<String> {
+        machine
+            .claimed_node()
+            .map(str::to_owned)
+            .into_iter()
+            .collect()
+    }
+
     fn client(&self, index: usize) -> (LockMachine, LockApp, Vec<LockRequest>) {
         let machine = LockMachine::new(self.variant, LOCK_DIR, &identity("c", index));
         let acquire = LockRequest::Acquire { timeout_ms: None };
@@ -353,6 +363,9 @@ pub trait LeaderRecipe: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 's
     }
     /// Where its judges are kept once built: a static of the implementing type's own.
     fn judged_by() -> &'static OnceLock<Vec<Judge<Self>>>;
+    /// The node the leadership `machine` believes it holds stands on, if it believes it leads
+    /// ([`Workload::claimed_nodes`]).
+    fn claimed_node(machine: &Self::Machine) -> Option<String>;
 }
 
 /// The judges of a leader recipe `R` (see [`LeaderRecipe`]).
@@ -389,6 +402,12 @@ impl<R: LeaderRecipe> Workload for R {
 
     fn dir(&self) -> &str {
         R::DIR
+    }
+
+    const CLAIMS: bool = true;
+
+    fn claimed_nodes(&self, machine: &R::Machine) -> Vec<String> {
+        R::claimed_node(machine).into_iter().collect()
     }
 
     fn client(&self, index: usize) -> (R::Machine, LeaderApp, Vec<R::Request>) {
@@ -547,6 +566,10 @@ impl LeaderRecipe for LatchWorkload {
         static JUDGES: OnceLock<Vec<Judge<LatchWorkload>>> = OnceLock::new();
         &JUDGES
     }
+
+    fn claimed_node(machine: &LatchMachine) -> Option<String> {
+        machine.claimed_node().map(str::to_owned)
+    }
 }
 
 /// Elastic-Job's per-job election. "Herd free" is judged on the election's latch: every
@@ -586,6 +609,10 @@ impl LeaderRecipe for ElectionWorkload {
     fn judged_by() -> &'static OnceLock<Vec<Judge<Self>>> {
         static JUDGES: OnceLock<Vec<Judge<ElectionWorkload>>> = OnceLock::new();
         &JUDGES
+    }
+
+    fn claimed_node(machine: &ElectionMachine) -> Option<String> {
+        machine.claimed_node()
     }
 }
 
@@ -630,6 +657,10 @@ impl LeaderRecipe for MasterWorkload {
     fn judged_by() -> &'static OnceLock<Vec<Judge<Self>>> {
         static JUDGES: OnceLock<Vec<Judge<MasterWorkload>>> = OnceLock::new();
         &JUDGES
+    }
+
+    fn claimed_node(machine: &MasterMachine) -> Option<String> {
+        machine.claimed_node().map(str::to_owned)
     }
 }
 
