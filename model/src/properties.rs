@@ -65,7 +65,7 @@ pub struct Finding {
 impl Finding {
     /// A failing finding explained by its violation, or a passing one by its summary (unless
     /// judged [`without_summaries`]).
-    fn new(
+    pub(crate) fn new(
         property: &'static str,
         class: Class,
         violation: Option<String>,
@@ -97,7 +97,11 @@ impl Finding {
 
     /// This finding with the evidence of its violation (`entries`: places in `history`, in
     /// any order), timed by the last of them. A finding that holds stays as it is.
-    fn with_evidence(mut self, history: &impl Entries, mut entries: Vec<usize>) -> Finding {
+    pub(crate) fn with_evidence(
+        mut self,
+        history: &impl Entries,
+        mut entries: Vec<usize>,
+    ) -> Finding {
         if self.holds {
             return self;
         }

@@ -149,7 +149,11 @@ impl From<&Finding> for FindingRecord {
             .to_owned(),
             holds: finding.holds,
             detail: finding.detail.clone(),
-            explanation: zkh_model::properties::explanation(finding.property).to_owned(),
+            explanation: match zkh_model::properties::explanation(finding.property) {
+                "" => zkh_model::guarantees::explanation(finding.property),
+                recipe => recipe,
+            }
+            .to_owned(),
             evidence: finding.evidence.clone(),
             at_us: finding.at_us,
         }
@@ -186,6 +190,10 @@ pub struct RunReport {
     pub expected: bool,
     /// Every finding.
     pub findings: Vec<FindingRecord>,
+    /// ZooKeeper's own guarantees judged on the history (the ensemble, apart from the
+    /// recipe), and their `sometimes` checks. Absent from reports written before they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guarantees: Vec<FindingRecord>,
     /// Planned faults that did not fire.
     pub faults_not_fired: Vec<String>,
     /// The history's stable hash, hex.

@@ -155,6 +155,7 @@ pub(crate) fn write<W: Workload>(
         facts,
         repro: Some(format!("zkharness {}", command.join(" "))),
         findings: &findings,
+        guarantees: &[],
         history: &history,
         unit: TimeUnit::Step,
         herd: None,

@@ -14,6 +14,7 @@ use zkh_model::History;
 use zkh_recipes::fencing::Fencing;
 use zkh_sim::paths::LOCK_DIR;
 use zkh_sim::run::try_run_seed;
+use zkh_sim::server::ServerDefects;
 use zkh_sim::sharded::{sharded_job, ShardedConfig};
 use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
 
@@ -32,6 +33,9 @@ pub struct RunResult {
     pub outcome: Outcome,
     /// Every finding of the judged properties, and every `sometimes` check.
     pub findings: Vec<FindingRecord>,
+    /// ZooKeeper's own guarantees judged on the history, and their `sometimes` checks
+    /// (`zkh_model::guarantees`): the ensemble under the recipe, judged apart from it.
+    pub guarantees: Vec<FindingRecord>,
     /// Planned faults that did not fire.
     pub faults_not_fired: Vec<String>,
     /// The history (empty after a crash).
@@ -64,6 +68,7 @@ pub fn run(scenario: &Resolved, seed: u64) -> RunResult {
             seed,
             outcome: Outcome::Crash { message },
             findings: Vec::new(),
+            guarantees: Vec::new(),
             faults_not_fired: Vec::new(),
             history: History::new(),
             trace: 0,
@@ -79,7 +84,17 @@ fn judge(scenario: &Resolved, seed: u64, outcome: WorkloadOutcome) -> RunResult 
             f.class == class && !f.holds && scenario.properties.iter().any(|p| p == f.property)
         })
     };
-    let verdict = if let Some(f) = judged(Class::Always) {
+    // A broken guarantee of the ensemble comes first: the recipe's verdicts stand on it.
+    let guarantees = zkh_model::guarantees::judge(&outcome.history);
+    let broken = guarantees
+        .iter()
+        .find(|f| f.class == Class::Always && !f.holds);
+    let verdict = if let Some(f) = broken {
+        Outcome::Violation {
+            property: f.property.to_owned(),
+            detail: format!("ZooKeeper's guarantee broken by the ensemble: {}", f.detail),
+        }
+    } else if let Some(f) = judged(Class::Always) {
         Outcome::Violation {
             property: f.property.to_owned(),
             detail: f.detail.clone(),
@@ -115,6 +130,7 @@ fn judge(scenario: &Resolved, seed: u64, outcome: WorkloadOutcome) -> RunResult 
         seed,
         outcome: verdict,
         findings,
+        guarantees: guarantees.iter().map(FindingRecord::from).collect(),
         faults_not_fired: outcome.faults_not_fired,
         herd,
         trace: outcome.history.stable_hash(),
@@ -144,6 +160,7 @@ async fn workload(scenario: Resolved, seed: u64) -> WorkloadOutcome {
         critical_ms: scenario.critical_ms,
         initial_stock: scenario.initial_units,
         job_interval_ms: scenario.job_interval_ms,
+        defects: ServerDefects::default(),
     };
     let leader = |recipe| workload::leader_job(seed, recipe, config.clone(), plan.clone());
     match scenario.sim_recipe() {

@@ -29,7 +29,7 @@ use crate::fault::{Fault, FaultPlan, NodeRef, ServerRef, TriggeredFault};
 use crate::net::Net;
 use crate::protocol::Addr;
 use crate::seed::{sub_rng, Subsystem};
-use crate::server::{run_server, Disk, RoleSummary, ServerConfig, ServerShared};
+use crate::server::{run_server, Disk, RoleSummary, ServerConfig, ServerDefects, ServerShared};
 
 /// How a peer learns that a crashed process's connections broke (measured on a real ensemble:
 /// clients of a killed leader were disconnected within 106 to 139 ms).
@@ -52,6 +52,8 @@ pub struct ClusterConfig {
     pub latency_us: Range<u64>,
     /// The longest random pause of a client before a reconnection attempt.
     pub reconnect_backoff_max_ms: u64,
+    /// Faults of the servers' own code, for tests only (none by default).
+    pub defects: ServerDefects,
 }
 
 impl Default for ClusterConfig {
@@ -64,6 +66,7 @@ impl Default for ClusterConfig {
             max_session_timeout_ms: 40_000,
             latency_us: 200..2000,
             reconnect_backoff_max_ms: 1000,
+            defects: ServerDefects::default(),
         }
     }
 }
@@ -131,6 +134,7 @@ impl Cluster {
             sync_limit_ticks: config.sync_limit_ticks,
             min_session_timeout_ms: config.min_session_timeout_ms,
             max_session_timeout_ms: config.max_session_timeout_ms,
+            defects: config.defects,
         };
         let handle = Handle::current();
         let servers = (1..=config.servers)

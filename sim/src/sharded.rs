@@ -24,6 +24,7 @@ use crate::clock::SimClock;
 use crate::cluster::Cluster;
 use crate::fault::FaultPlan;
 use crate::net::Net;
+use crate::server::ServerDefects;
 use crate::workload::{ensemble, record, WorkloadOutcome};
 
 /// The job's root path.
@@ -128,7 +129,8 @@ pub async fn sharded_job(
     config: ShardedConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
-    let mut cluster = Cluster::start(seed, ensemble(config.servers)).await;
+    let mut cluster =
+        Cluster::start(seed, ensemble(config.servers, ServerDefects::default())).await;
     cluster.arm_triggers(&plan.triggered);
     let mut jobs = Vec::new();
     for id in 0..config.clients {

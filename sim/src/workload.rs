@@ -29,6 +29,7 @@ use crate::cluster::{Cluster, ClusterConfig};
 use crate::fault::FaultPlan;
 use crate::master;
 use crate::net::Net;
+use crate::server::ServerDefects;
 
 pub use crate::paths::{JOB_DIR, JOB_LATCH_DIR, LATCH_DIR, LOCK_DIR};
 /// The resource both workloads write to.
@@ -57,6 +58,9 @@ pub struct WorkloadConfig {
     pub initial_stock: i64,
     /// The leader's job period.
     pub job_interval_ms: u64,
+    /// Faults of the servers' own code, for the guarantee checker's tests only (none by
+    /// default; no scenario file sets one).
+    pub defects: ServerDefects,
 }
 
 impl Default for WorkloadConfig {
@@ -72,6 +76,7 @@ impl Default for WorkloadConfig {
             critical_ms: 50,
             initial_stock: INITIAL_STOCK,
             job_interval_ms: 500,
+            defects: ServerDefects::default(),
         }
     }
 }
@@ -125,7 +130,7 @@ pub async fn stock(
     config: WorkloadConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
-    let mut cluster = Cluster::start(seed, ensemble(config.servers)).await;
+    let mut cluster = Cluster::start(seed, ensemble(config.servers, config.defects)).await;
     cluster.arm_triggers(&plan.triggered);
     let stock = Arc::new(Mutex::new(Stock {
         units: config.initial_stock,
@@ -243,10 +248,12 @@ pub async fn stock(
     }
 }
 
-/// The ensemble of `servers` servers, otherwise as configured by default.
-pub(crate) fn ensemble(servers: u32) -> ClusterConfig {
+/// The ensemble of `servers` servers with `defects` (none but in tests), otherwise as
+/// configured by default.
+pub(crate) fn ensemble(servers: u32, defects: ServerDefects) -> ClusterConfig {
     ClusterConfig {
         servers,
+        defects,
         ..ClusterConfig::default()
     }
 }
@@ -379,7 +386,7 @@ pub async fn leader_job(
     config: WorkloadConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
-    let mut cluster = Cluster::start(seed, ensemble(config.servers)).await;
+    let mut cluster = Cluster::start(seed, ensemble(config.servers, config.defects)).await;
     cluster.arm_triggers(&plan.triggered);
     let resource = Arc::new(Mutex::new(FencedResource::new()));
     // Where waiters queue. (Every Elastic-Job instance watches the leader's instance node, by

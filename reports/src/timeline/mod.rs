@@ -43,6 +43,8 @@ pub struct Page<'a> {
     pub repro: Option<String>,
     /// The findings.
     pub findings: &'a [FindingRecord],
+    /// ZooKeeper's own guarantees judged on the history (none for a model checker's path).
+    pub guarantees: &'a [FindingRecord],
     /// The history.
     pub history: &'a History,
     /// What the time axis counts.
@@ -73,6 +75,7 @@ impl<'a> Page<'a> {
             ],
             repro: Some(report.repro.clone()),
             findings: &report.findings,
+            guarantees: &report.guarantees,
             history: &report.history,
             unit: TimeUnit::Micros,
             herd: report.herd.as_ref(),
@@ -166,29 +169,18 @@ pub fn html(page: &Page<'_>) -> String {
             escape(repro)
         );
     }
-    out.push_str("</header>\n<section id=\"findings\"><h2>Findings</h2><table><thead><tr><th>property</th><th>class</th><th>verdict</th><th>detail</th></tr></thead><tbody>");
-    for finding in page.findings {
-        let verdict = match (finding.holds, finding.class.as_str()) {
-            (true, "sometimes") => "happened",
-            (false, "sometimes") => "not seen",
-            (true, _) => "holds",
-            (false, _) => "VIOLATED",
-        };
-        let class = if !finding.holds && finding.class != "sometimes" {
-            " class=\"violated\""
-        } else {
-            ""
-        };
-        let _ = write!(
-            out,
-            "<tr{class}><td title=\"{}\">{}</td><td>{}</td><td>{verdict}</td><td>{}</td></tr>",
-            escape(&finding.explanation),
-            escape(&finding.property),
-            escape(&finding.class),
-            escape(&finding.detail)
+    out.push_str("</header>\n<section id=\"findings\"><h2>Findings</h2>");
+    findings_table(&mut out, page.findings);
+    out.push_str("</section>\n");
+    if !page.guarantees.is_empty() {
+        out.push_str(
+            "<section id=\"guarantees\"><h2>ZooKeeper guarantees</h2><p class=\"hint\">The \
+             ensemble under the recipe, judged apart from it: a broken guarantee is a fault of \
+             the ensemble, not of the recipe.</p>",
         );
+        findings_table(&mut out, page.guarantees);
+        out.push_str("</section>\n");
     }
-    out.push_str("</tbody></table></section>\n");
     out.push_str(
         "<section id=\"timeline-section\"><h2>Timeline</h2>\
          <div class=\"controls\"><button id=\"zoom-in\" type=\"button\">zoom in</button>\
@@ -245,4 +237,34 @@ pub fn html(page: &Page<'_>) -> String {
         script_json(&lanes)
     );
     out
+}
+
+/// `findings` as a table of property, class, verdict and detail.
+fn findings_table(out: &mut String, findings: &[FindingRecord]) {
+    out.push_str(
+        "<table><thead><tr><th>property</th><th>class</th><th>verdict</th><th>detail</th></tr>\
+         </thead><tbody>",
+    );
+    for finding in findings {
+        let verdict = match (finding.holds, finding.class.as_str()) {
+            (true, "sometimes") => "happened",
+            (false, "sometimes") => "not seen",
+            (true, _) => "holds",
+            (false, _) => "VIOLATED",
+        };
+        let class = if !finding.holds && finding.class != "sometimes" {
+            " class=\"violated\""
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<tr{class}><td title=\"{}\">{}</td><td>{}</td><td>{verdict}</td><td>{}</td></tr>",
+            escape(&finding.explanation),
+            escape(&finding.property),
+            escape(&finding.class),
+            escape(&finding.detail)
+        );
+    }
+    out.push_str("</tbody></table>");
 }

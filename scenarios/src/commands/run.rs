@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use zkh_reports::timeline;
-use zkh_scenarios::report::{commit, exit, fnv1a, RunReport, ScenarioRef, RUN_FORMAT};
+use zkh_scenarios::report::{
+    commit, exit, fnv1a, FindingRecord, RunReport, ScenarioRef, RUN_FORMAT,
+};
 use zkh_scenarios::runner::{self, RunResult};
 use zkh_scenarios::scenario::{self, Loaded, Resolved};
 
@@ -49,6 +51,24 @@ pub(super) fn describe(scenario: &Resolved) -> String {
     )
 }
 
+/// One line per finding: its verdict, name, class and detail.
+fn print_findings(findings: &[FindingRecord]) {
+    for finding in findings {
+        let mark = match (finding.class.as_str(), finding.holds) {
+            ("sometimes", true) => "happened",
+            ("sometimes", false) => "not seen",
+            (_, true) => "holds",
+            (_, false) => "VIOLATED",
+        };
+        say!(
+            "  {mark:<9} {} ({}): {}",
+            finding.property,
+            finding.class,
+            finding.detail
+        );
+    }
+}
+
 /// The report of `result`, a run of the scenario `loaded` read from `path`.
 pub(super) fn report(path: &Path, loaded: &Loaded, result: &RunResult) -> RunReport {
     RunReport {
@@ -64,6 +84,7 @@ pub(super) fn report(path: &Path, loaded: &Loaded, result: &RunResult) -> RunRep
         outcome: result.outcome.clone(),
         expected: result.as_expected(&loaded.resolved),
         findings: result.findings.clone(),
+        guarantees: result.guarantees.clone(),
         faults_not_fired: result.faults_not_fired.clone(),
         trace: format!("{:016x}", result.trace),
         simulated_ms: result.simulated_ms,
@@ -99,19 +120,10 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     say!("options: {}", describe(scenario));
     say!("expect: {}", scenario.expected());
     let result = runner::run(scenario, args.seed);
-    for finding in &result.findings {
-        let mark = match (finding.class.as_str(), finding.holds) {
-            ("sometimes", true) => "happened",
-            ("sometimes", false) => "not seen",
-            (_, true) => "holds",
-            (_, false) => "VIOLATED",
-        };
-        say!(
-            "  {mark:<9} {} ({}): {}",
-            finding.property,
-            finding.class,
-            finding.detail
-        );
+    print_findings(&result.findings);
+    if !result.guarantees.is_empty() {
+        say!("ZooKeeper guarantees (the ensemble under the recipe):");
+        print_findings(&result.guarantees);
     }
     for fault in &result.faults_not_fired {
         say!("  NOT FIRED {fault}");

@@ -29,7 +29,7 @@ impl Server {
                 last_zxid,
                 timeout_ms,
             } => {
-                if self.last_zxid() < last_zxid {
+                if self.last_zxid() < last_zxid && !self.config.defects.serve_clients_ahead {
                     self.send_client(client, conn, Message::Refused);
                     return;
                 }

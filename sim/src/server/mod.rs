@@ -93,6 +93,19 @@ pub struct ServerConfig {
     pub min_session_timeout_ms: u64,
     /// The largest session timeout granted.
     pub max_session_timeout_ms: u64,
+    /// Faults of the servers' own code, for tests only.
+    pub defects: ServerDefects,
+}
+
+/// Faults of the servers' own code, each breaking one of ZooKeeper's guarantees on purpose: the
+/// positive controls of the guarantee checker (`zkh_model::guarantees`). No scenario file can
+/// set one; tests do, through `WorkloadConfig::defects`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerDefects {
+    /// Serve a client whose last seen zxid is ahead of this server's, where ZooKeeper refuses
+    /// it until the server has caught up: the client can see an older view than it has seen,
+    /// breaking the single system image.
+    pub serve_clients_ahead: bool,
 }
 
 impl ServerConfig {

@@ -1,0 +1,135 @@
+//! ZooKeeper's own guarantees, judged over a run's history: is the ensemble under the recipes
+//! behaving as ZooKeeper promises? A recipe's verdict is only as good as the ensemble under it,
+//! so every simulated run is judged by these beside the recipe's properties.
+//!
+//! ZooKeeper publishes its order: a write's reply carries the zxid of its transaction, a read's
+//! reply the zxid its server had applied. So each check here is a pass over the history in the
+//! order things happened (the simulator records in real time), not a search for a
+//! linearization:
+//!
+//! | guarantee | class | source | the check |
+//! | --- | --- | --- | --- |
+//! | [`ONE_LEADER_PER_EPOCH`] | always | Zab (Junqueira, Reed, Serafini, DSN 2011): one established leader per epoch | no two servers record "leading epoch N" for one N (counted apart after the ensemble's data is lost) |
+//! | [`ONE_TRANSACTION_PER_ZXID`] | always | ZooKeeper internals: "every change has a unique zxid" | no two acknowledged writes carry one zxid |
+//! | [`LINEARIZABLE_WRITES`] | always | Programmer's Guide, "ZooKeeper guarantees"; ZooKeeper paper (Hunt et al., ATC 2010) 2.3 | a write acknowledged before another was issued has the smaller zxid |
+//! | [`SINGLE_SYSTEM_IMAGE`] | always | Programmer's Guide, "Consistency Guarantees": a client sees the same view whatever server it connects to, never an older one | within a session, a reply never carries a zxid below one the session had already been answered with before it issued the request |
+//! | [`SEQUENTIAL_SUFFIXES`] | always | Programmer's Guide, "Sequence Nodes": a counter unique to the parent | the suffixes created under one parent are unique, and grow with the zxid |
+//!
+//! Each is judged on what a client saw, so it is sound on any history: an operation whose
+//! outcome is unknown (ConnectionLoss) or failed in the client is left out, and real-time
+//! order is taken only where the history shows it (one operation completed before the other
+//! was issued). A stale read of another client's write is allowed (ZooKeeper's reads are
+//! sequentially consistent, not linearizable) and never flagged.
+//!
+//! Paired with `sometimes` checks, so that a pass is not an empty one: [`SESSION_RESUMED`] (a
+//! session reconnected and went on, the case single system image is about) and
+//! [`LEADER_CHANGED_UNDER_A_WRITE`] (a server took the lead while a write was in flight).
+//!
+//! Not judged yet (they need what the history does not record: each server's commit log, the
+//! server a connection reached, replies in arrival order rather than in the order the recipe
+//! took them, a final read of every path after the heal): reads equal to the tree at their
+//! zxid, durability, atomicity of a multi, watch order and one-shot firing, expiry being
+//! terminal, sync.
+
+mod ops;
+mod order;
+
+use crate::history::{Entries, HistoryEvent};
+use crate::properties::{Class, Finding};
+
+pub use ops::{operations, Operation};
+
+/// No two servers lead one epoch.
+pub const ONE_LEADER_PER_EPOCH: &str = "one leader per epoch";
+/// No two acknowledged writes carry one zxid.
+pub const ONE_TRANSACTION_PER_ZXID: &str = "one transaction per zxid";
+/// A write acknowledged before another was issued has the smaller zxid.
+pub const LINEARIZABLE_WRITES: &str = "linearizable writes";
+/// A session never sees an older view than one it has seen.
+pub const SINGLE_SYSTEM_IMAGE: &str = "single system image";
+/// Sequential suffixes are unique under their parent and grow with the zxid.
+pub const SEQUENTIAL_SUFFIXES: &str = "sequential suffixes unique";
+/// Sometimes: a session reconnected and went on.
+pub const SESSION_RESUMED: &str = "a session resumed on a new connection";
+/// Sometimes: a server took the lead while a write was in flight.
+pub const LEADER_CHANGED_UNDER_A_WRITE: &str = "a leader changed under a write";
+
+/// Every guarantee judged, then its `sometimes` companions, in report order.
+pub const GUARANTEES: [&str; 7] = [
+    ONE_LEADER_PER_EPOCH,
+    ONE_TRANSACTION_PER_ZXID,
+    LINEARIZABLE_WRITES,
+    SINGLE_SYSTEM_IMAGE,
+    SEQUENTIAL_SUFFIXES,
+    SESSION_RESUMED,
+    LEADER_CHANGED_UNDER_A_WRITE,
+];
+
+/// Whether `property` is one of ZooKeeper's guarantees (or their companions), not a recipe's.
+pub fn is_guarantee(property: &str) -> bool {
+    GUARANTEES.contains(&property)
+}
+
+/// Judges every guarantee on `history`: one finding each, in [`GUARANTEES`]' order.
+pub fn judge(history: &impl Entries) -> Vec<Finding> {
+    let ops = operations(history);
+    vec![
+        order::one_leader_per_epoch(history),
+        order::one_transaction_per_zxid(history, &ops),
+        order::linearizable_writes(history, &ops),
+        order::single_system_image(history, &ops),
+        order::sequential_suffixes(history, &ops),
+        session_resumed(history),
+        order::leader_changed_under_a_write(history, &ops),
+    ]
+}
+
+/// What a guarantee means, in one sentence (for reports; empty for an unknown name).
+pub fn explanation(name: &str) -> &'static str {
+    match name {
+        ONE_LEADER_PER_EPOCH => "ZooKeeper (Zab): at most one server leads each epoch.",
+        ONE_TRANSACTION_PER_ZXID => {
+            "ZooKeeper: every change has its own zxid; no two acknowledged writes share one."
+        }
+        LINEARIZABLE_WRITES => {
+            "ZooKeeper: writes are linearizable; a write acknowledged before another was issued \
+             comes first in the zxid order."
+        }
+        SINGLE_SYSTEM_IMAGE => {
+            "ZooKeeper: a session never sees an older view of the tree than one it has seen, \
+             whatever server it reconnects to."
+        }
+        SEQUENTIAL_SUFFIXES => {
+            "ZooKeeper: a sequential node's suffix comes from a counter of its parent: unique, \
+             and growing with the zxid."
+        }
+        SESSION_RESUMED => "Sometimes: a session reconnected and went on within the session.",
+        LEADER_CHANGED_UNDER_A_WRITE => {
+            "Sometimes: a server took the lead while a write was in flight."
+        }
+        _ => "",
+    }
+}
+
+/// The `sometimes` companion of single system image: a session reconnected and went on.
+fn session_resumed(history: &impl Entries) -> Finding {
+    let resumed = history.each().filter(|entry| {
+        matches!(
+            &entry.event,
+            HistoryEvent::Session {
+                event: zkh_recipes::SessionEvent::Reconnected { .. },
+                ..
+            }
+        )
+    });
+    let count = resumed.count();
+    Finding::new(
+        SESSION_RESUMED,
+        Class::Sometimes,
+        (count == 0).then(|| "no session reconnected".to_owned()),
+        || format!("{count} reconnections within a session"),
+    )
+}
+
+#[cfg(test)]
+mod tests;

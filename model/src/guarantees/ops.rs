@@ -1,0 +1,74 @@
+//! A history's operations: each request a client issued, paired with how it ended.
+
+use std::collections::BTreeMap;
+
+use zkh_recipes::{Request, SessionId};
+
+use crate::history::{Entries, HistoryEvent, OpOutcome};
+use crate::request::Reply;
+
+/// One request and its end, as its client saw them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Operation {
+    /// The client process.
+    pub client: u32,
+    /// The session it was issued under.
+    pub session: SessionId,
+    /// The request.
+    pub request: Request,
+    /// Its place in the history when issued.
+    pub invoked: usize,
+    /// Its place in the history when it ended, and the reply with its zxid, if a reply came
+    /// (none for an operation whose outcome is unknown, that failed in the client, or that
+    /// never ended).
+    pub answered: Option<(usize, Reply, i64)>,
+}
+
+impl Operation {
+    /// The zxid of its transaction: a write the server acknowledged as applied.
+    pub fn applied_write(&self) -> Option<i64> {
+        match &self.answered {
+            Some((_, Reply::Ok(_), zxid)) if self.request.is_write() => Some(*zxid),
+            _ => None,
+        }
+    }
+}
+
+/// The operations of `history`, in the order they were issued.
+pub fn operations(history: &impl Entries) -> Vec<Operation> {
+    let mut ops = Vec::new();
+    let mut open: BTreeMap<(u32, u64), usize> = BTreeMap::new();
+    for (index, entry) in history.each().enumerate() {
+        match &entry.event {
+            HistoryEvent::Invoke {
+                client,
+                session,
+                xid,
+                request,
+            } => {
+                open.insert((*client, *xid), ops.len());
+                ops.push(Operation {
+                    client: *client,
+                    session: *session,
+                    request: request.clone(),
+                    invoked: index,
+                    answered: None,
+                });
+            }
+            HistoryEvent::Complete {
+                client,
+                xid,
+                outcome,
+            } => {
+                let Some(op) = open.remove(&(*client, *xid)) else {
+                    continue;
+                };
+                if let OpOutcome::Reply { reply, zxid } = outcome {
+                    ops[op].answered = Some((index, reply.clone(), *zxid));
+                }
+            }
+            _ => {}
+        }
+    }
+    ops
+}

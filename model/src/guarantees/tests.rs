@@ -1,0 +1,228 @@
+//! Each guarantee on small hand-written histories, valid and invalid.
+
+use zkh_recipes::types::{Created, Stat};
+use zkh_recipes::{CreateMode, Request, Response, SessionEvent, SessionId};
+
+use super::*;
+use crate::history::{History, HistoryEvent, OpOutcome};
+use crate::request::Reply;
+
+/// A history built call by call, one microsecond apart.
+#[derive(Default)]
+struct Build {
+    history: History,
+    xid: u64,
+}
+
+impl Build {
+    fn push(&mut self, event: HistoryEvent) {
+        let at = self.history.entries().len() as u64;
+        self.history.push(at, event);
+    }
+
+    /// Client `client` of session `session` issues `request`; returns its xid.
+    fn invoke(&mut self, client: u32, session: i64, request: Request) -> u64 {
+        self.xid += 1;
+        self.push(HistoryEvent::Invoke {
+            client,
+            session: SessionId(session),
+            xid: self.xid,
+            request,
+        });
+        self.xid
+    }
+
+    fn answer(&mut self, client: u32, xid: u64, response: Response, zxid: i64) {
+        self.push(HistoryEvent::Complete {
+            client,
+            xid,
+            outcome: OpOutcome::Reply {
+                reply: Reply::Ok(response),
+                zxid,
+            },
+        });
+    }
+
+    fn leads(&mut self, server: u32, epoch: u64) {
+        self.push(HistoryEvent::Server {
+            server,
+            role: format!("leading epoch {epoch}"),
+        });
+    }
+
+    fn judged(&self, property: &str) -> Finding {
+        judge(&self.history)
+            .into_iter()
+            .find(|f| f.property == property)
+            .expect("judged")
+    }
+}
+
+fn set(path: &str) -> Request {
+    Request::SetData {
+        path: path.to_owned(),
+        data: Vec::new(),
+        version: -1,
+    }
+}
+
+fn get(path: &str) -> Request {
+    Request::GetData {
+        path: path.to_owned(),
+        watch: false,
+    }
+}
+
+fn stat() -> Stat {
+    Stat::default()
+}
+
+fn sequential(parent: &str) -> Request {
+    Request::Create {
+        path: format!("{parent}/n-"),
+        data: Vec::new(),
+        mode: CreateMode::EphemeralSequential,
+    }
+}
+
+fn created(parent: &str, suffix: i32) -> Response {
+    Response::Created(Created {
+        path: format!("{parent}/n-{suffix:010}"),
+        stat: stat(),
+    })
+}
+
+#[test]
+fn an_orderly_history_keeps_every_guarantee_and_reaches_its_companions() {
+    let mut b = Build::default();
+    b.leads(1, 1);
+    let w = b.invoke(0, 10, set("/a"));
+    b.answer(0, w, Response::SetData(stat()), 5);
+    // Concurrent writes may take any order.
+    let x = b.invoke(0, 10, set("/a"));
+    let y = b.invoke(1, 11, set("/a"));
+    b.leads(2, 2);
+    b.answer(1, y, Response::SetData(stat()), 6);
+    b.answer(0, x, Response::SetData(stat()), 7);
+    // A stale read of another client's write is allowed: session 11 reads at 6 after 7 exists.
+    let r = b.invoke(1, 11, get("/a"));
+    b.answer(1, r, Response::Data(Vec::new(), stat()), 6);
+    let c = b.invoke(0, 10, sequential("/q"));
+    b.answer(0, c, created("/q", 0), 8);
+    b.push(HistoryEvent::Session {
+        client: 0,
+        event: SessionEvent::Reconnected {
+            session_id: SessionId(10),
+        },
+    });
+    let d = b.invoke(0, 10, sequential("/q"));
+    b.answer(0, d, created("/q", 1), 9);
+    for finding in judge(&b.history) {
+        assert!(finding.holds, "{finding:?}");
+    }
+}
+
+#[test]
+fn two_leaders_of_one_epoch_break_zab_unless_the_data_was_lost_between() {
+    let mut b = Build::default();
+    b.leads(1, 1);
+    b.leads(1, 1);
+    assert!(
+        b.judged(ONE_LEADER_PER_EPOCH).holds,
+        "the same server again"
+    );
+    b.push(HistoryEvent::Fault {
+        description: "DataLoss".to_owned(),
+    });
+    b.leads(2, 1);
+    assert!(b.judged(ONE_LEADER_PER_EPOCH).holds, "a new ensemble");
+    b.leads(3, 1);
+    let finding = b.judged(ONE_LEADER_PER_EPOCH);
+    assert!(!finding.holds);
+    assert!(
+        finding.detail.contains("servers 2 and 3 both led epoch 1"),
+        "{finding:?}"
+    );
+    assert_eq!(finding.evidence.len(), 2);
+}
+
+#[test]
+fn two_writes_with_one_zxid_are_caught() {
+    let mut b = Build::default();
+    let w = b.invoke(0, 10, set("/a"));
+    let x = b.invoke(1, 11, set("/b"));
+    b.answer(0, w, Response::SetData(stat()), 5);
+    b.answer(1, x, Response::SetData(stat()), 5);
+    assert!(!b.judged(ONE_TRANSACTION_PER_ZXID).holds);
+    // A read may share its zxid with the write it saw.
+    let mut b = Build::default();
+    let w = b.invoke(0, 10, set("/a"));
+    b.answer(0, w, Response::SetData(stat()), 5);
+    let r = b.invoke(1, 11, get("/a"));
+    b.answer(1, r, Response::Data(Vec::new(), stat()), 5);
+    assert!(b.judged(ONE_TRANSACTION_PER_ZXID).holds);
+}
+
+#[test]
+fn a_write_ordered_before_one_acknowledged_earlier_breaks_linearizability() {
+    let mut b = Build::default();
+    let w = b.invoke(0, 10, set("/a"));
+    b.answer(0, w, Response::SetData(stat()), 7);
+    let x = b.invoke(1, 11, set("/b"));
+    b.answer(1, x, Response::SetData(stat()), 6);
+    let finding = b.judged(LINEARIZABLE_WRITES);
+    assert!(!finding.holds);
+    assert!(finding.detail.contains("zxid 0x7 before"), "{finding:?}");
+    assert_eq!(finding.evidence, vec![1, 2, 3]);
+}
+
+#[test]
+fn a_session_answered_with_an_older_view_breaks_the_single_system_image() {
+    let mut b = Build::default();
+    let r = b.invoke(0, 10, get("/a"));
+    b.answer(0, r, Response::Data(Vec::new(), stat()), 9);
+    b.push(HistoryEvent::Session {
+        client: 0,
+        event: SessionEvent::Reconnected {
+            session_id: SessionId(10),
+        },
+    });
+    let s = b.invoke(0, 10, get("/a"));
+    b.answer(0, s, Response::Data(Vec::new(), stat()), 8);
+    let finding = b.judged(SINGLE_SYSTEM_IMAGE);
+    assert!(!finding.holds);
+    assert!(finding.detail.contains("an older view"), "{finding:?}");
+    // Another session may see the older view: sequential consistency, not linearizability.
+    let mut b = Build::default();
+    let r = b.invoke(0, 10, get("/a"));
+    b.answer(0, r, Response::Data(Vec::new(), stat()), 9);
+    let s = b.invoke(1, 11, get("/a"));
+    b.answer(1, s, Response::Data(Vec::new(), stat()), 8);
+    assert!(b.judged(SINGLE_SYSTEM_IMAGE).holds);
+}
+
+#[test]
+fn a_reused_or_shrinking_sequential_suffix_is_caught() {
+    let mut b = Build::default();
+    let c = b.invoke(0, 10, sequential("/q"));
+    b.answer(0, c, created("/q", 3), 5);
+    let d = b.invoke(1, 11, sequential("/q"));
+    b.answer(1, d, created("/q", 3), 6);
+    assert!(!b.judged(SEQUENTIAL_SUFFIXES).holds);
+    // Under another parent the counter is another.
+    let mut b = Build::default();
+    let c = b.invoke(0, 10, sequential("/q"));
+    b.answer(0, c, created("/q", 3), 5);
+    let d = b.invoke(1, 11, sequential("/r"));
+    b.answer(1, d, created("/r", 0), 6);
+    assert!(b.judged(SEQUENTIAL_SUFFIXES).holds);
+}
+
+#[test]
+fn the_companions_are_unreached_on_a_quiet_history() {
+    let mut b = Build::default();
+    let w = b.invoke(0, 10, set("/a"));
+    b.answer(0, w, Response::SetData(stat()), 5);
+    assert!(!b.judged(SESSION_RESUMED).holds);
+    assert!(!b.judged(LEADER_CHANGED_UNDER_A_WRITE).holds);
+}
