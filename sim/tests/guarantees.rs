@@ -3,10 +3,12 @@
 //! such a client until the server catches up). The lock's clients write all the time; under a
 //! slow follower and lost replies, a session that reconnects to the lagging follower is
 //! answered with an older view than it has seen: "single system image" must catch it within the seeds stated, and the unchanged
-//! servers keep every guarantee on the same seeds.
+//! servers keep every guarantee on the same seeds. Second, servers that answer a write with its
+//! epoch's first zxid instead of its transaction's: "one transaction per zxid" must catch two
+//! writes acknowledged with one zxid.
 #![cfg(madsim)]
 
-use zkh_model::guarantees::{judge, SINGLE_SYSTEM_IMAGE};
+use zkh_model::guarantees::{judge, ONE_TRANSACTION_PER_ZXID, SINGLE_SYSTEM_IMAGE};
 use zkh_model::properties::Class;
 use zkh_recipes::lock::LockVariant;
 use zkh_sim::fault::{Fault, FaultPlan, RandomFaults, ScriptedFault, ServerRef};
@@ -55,6 +57,7 @@ fn broken(seed: u64, defects: ServerDefects) -> Option<String> {
 fn a_server_that_serves_a_client_ahead_of_it_breaks_the_single_system_image() {
     let defect = ServerDefects {
         serve_clients_ahead: true,
+        ..ServerDefects::default()
     };
     let caught = (0..WITHIN_SEEDS).find_map(|seed| broken(seed, defect).map(|b| (seed, b)));
     let (seed, broken_guarantee) = caught.expect("the control is caught within its seeds");
@@ -68,4 +71,17 @@ fn a_server_that_serves_a_client_ahead_of_it_breaks_the_single_system_image() {
     for seed in 0..WITHIN_SEEDS {
         assert_eq!(broken(seed, ServerDefects::default()), None, "seed {seed}");
     }
+}
+
+#[test]
+fn writes_acknowledged_with_the_epochs_first_zxid_break_one_transaction_per_zxid() {
+    let defect = ServerDefects {
+        epoch_zxid_in_write_replies: true,
+        ..ServerDefects::default()
+    };
+    let broken_guarantee = broken(0, defect).expect("caught on the first seed");
+    assert!(
+        broken_guarantee.starts_with(ONE_TRANSACTION_PER_ZXID),
+        "{broken_guarantee}"
+    );
 }

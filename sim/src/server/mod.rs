@@ -106,6 +106,10 @@ pub struct ServerDefects {
     /// it until the server has caught up: the client can see an older view than it has seen,
     /// breaking the single system image.
     pub serve_clients_ahead: bool,
+    /// Answer a write with its epoch's first zxid in the reply's header instead of its
+    /// transaction's: two acknowledged writes carry one zxid, breaking one transaction per
+    /// zxid.
+    pub epoch_zxid_in_write_replies: bool,
 }
 
 impl ServerConfig {
