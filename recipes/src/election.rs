@@ -136,6 +136,15 @@ impl ElectionMachine {
         format!("{}/leader/election/instance", self.job)
     }
 
+    /// The ephemeral nodes this instance knows are its own: the instance node while it leads,
+    /// and its round's latch node.
+    pub fn known_nodes(&self) -> Vec<String> {
+        let latch = self.latch.as_ref().and_then(LatchMachine::own_node);
+        (self.claimed_node().into_iter())
+            .chain(latch.map(str::to_owned))
+            .collect()
+    }
+
     /// The instance node, while this instance believes it leads: its current session must own
     /// it (a node of the same id written by an earlier session is not a leadership).
     pub fn claimed_node(&self) -> Option<String> {

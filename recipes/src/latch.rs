@@ -130,6 +130,10 @@ pub struct LatchMachine {
     step: Option<(OpId, Step)>,
     retry: Option<(TimerId, Step)>,
     watching: Option<String>,
+    /// Closed while its create's outcome was unknown: the node it makes, once known, is
+    /// deleted before the latch reports itself closed (Curator's create callback deletes the
+    /// node of a closed latch).
+    closing: bool,
 }
 
 impl LatchMachine {
@@ -150,12 +154,18 @@ impl LatchMachine {
             step: None,
             retry: None,
             watching: None,
+            closing: false,
         }
     }
 
     /// True while this participant believes it leads.
     pub fn is_leader(&self) -> bool {
         self.leader
+    }
+
+    /// This participant's node, whether or not it leads, once it knows it.
+    pub fn own_node(&self) -> Option<&str> {
+        self.node.as_deref()
     }
 
     /// The node this participant's leadership stands on, while it believes it leads: its own
@@ -232,6 +242,35 @@ impl LatchMachine {
 
     /// Starts a new protected create, with a protection id of its own (retries of this create,
     /// after a lost reply, keep it).
+    /// A reply to the create (or the search for its node) of a latch closed while it was in
+    /// flight: a node it made is deleted, then the latch is closed.
+    fn on_reply_closing(
+        &mut self,
+        step: Step,
+        result: Result<Response, ZkError>,
+        out: &mut Vec<Command<LatchReport>>,
+    ) {
+        let found = match (&step, result) {
+            (Step::Create, Ok(Response::Created(created))) => Some(created.path),
+            (Step::FindOwn, Ok(Response::Children(children, _))) => children
+                .iter()
+                .find(|c| c.starts_with(&*self.prefix))
+                .map(|own| join(&self.dir, own)),
+            (Step::Create | Step::FindOwn, Err(ZkError::ConnectionLoss)) => {
+                return self.retry_later(Step::FindOwn, out);
+            }
+            _ => None,
+        };
+        self.closing = false;
+        match found {
+            Some(node) => {
+                self.node = Some(node);
+                self.issue(Step::Delete, out);
+            }
+            None => out.push(Command::Report(LatchReport::Closed)),
+        }
+    }
+
     fn new_create(&mut self, out: &mut Vec<Command<LatchReport>>) {
         self.creates += 1;
         self.prefix = format!("_c_{}-{}-latch-", self.uuid, self.creates).into();
@@ -244,6 +283,9 @@ impl LatchMachine {
         result: Result<Response, ZkError>,
         out: &mut Vec<Command<LatchReport>>,
     ) {
+        if self.closing {
+            return self.on_reply_closing(step, result, out);
+        }
         if !self.started && step != Step::Delete {
             return;
         }
@@ -388,6 +430,15 @@ impl Machine for LatchMachine {
                 self.started = false;
                 self.set_leader(None, out);
                 self.watching = None;
+                let creating =
+                    |step: Option<&Step>| matches!(step, Some(Step::Create | Step::FindOwn));
+                let in_flight = creating(self.step.as_ref().map(|(_, step)| step))
+                    || creating(self.retry.as_ref().map(|(_, step)| step));
+                if self.node.is_none() && in_flight {
+                    // The create's outcome decides: a node it made is deleted first.
+                    self.closing = true;
+                    return;
+                }
                 self.retry = None;
                 if self.node.is_some() {
                     self.issue(Step::Delete, out);
@@ -428,7 +479,7 @@ impl Machine for LatchMachine {
                     .is_some_and(|(expected, _)| *expected == id)
                 {
                     let (_, step) = self.retry.take().expect("checked above");
-                    if self.started || step == Step::Delete {
+                    if self.started || self.closing || step == Step::Delete {
                         self.issue(step, out);
                     }
                 }
@@ -518,11 +569,16 @@ impl Hash for LatchMachine {
             step,
             retry,
             watching,
+            closing,
         } = self;
         (
             variant, creates, prefix, ids, started, leader, session, node, step, retry, watching,
         )
             .hash(state);
+        // Hashed only when set, so that a latch that never closes mid-create hashes as before.
+        if *closing {
+            closing.hash(state);
+        }
     }
 }
 
@@ -545,8 +601,12 @@ impl Symmetric for LatchMachine {
             step,
             retry,
             watching,
+            closing,
         } = self;
         (variant, creates, ids, started, leader).hash(state);
+        if *closing {
+            closing.hash(state);
+        }
         (prefix, session, node).hash_renamed(renaming, state);
         (step, retry, watching).hash_renamed(renaming, state);
     }
@@ -657,6 +717,57 @@ mod tests {
             &mut out,
         );
         out
+    }
+
+    /// Closed while its create was in flight, the latch deletes the node the create made
+    /// before it says it is closed, as Curator's create callback does for a closed latch;
+    /// before, it said so at once and the node stayed, first in line, owned by a live session
+    /// that did not know of it (found by the model checker's orphan invariant, in the job
+    /// election's rounds).
+    #[test]
+    fn a_latch_closed_while_creating_deletes_the_node_its_create_made() {
+        let mut latch = LatchMachine::new(LatchVariant::Correct, "/latch", "p", "u");
+        let mut out = Vec::new();
+        latch.handle(
+            Input::Session(SessionEvent::Connected {
+                session_id: SessionId(1),
+            }),
+            &mut out,
+        );
+        latch.handle(Input::Request(LatchRequest::Start), &mut out);
+        let (id, _) = op_of(&out);
+        out.clear();
+        latch.handle(Input::Request(LatchRequest::Close), &mut out);
+        assert_eq!(out, [], "not closed while its create is in flight");
+        let node = "/latch/_c_u-1-latch-0000000000".to_owned();
+        let created = Response::Created(Created {
+            path: node.clone(),
+            stat: Stat::default(),
+        });
+        latch.handle(
+            Input::Reply {
+                id,
+                result: Ok(created),
+            },
+            &mut out,
+        );
+        let (id, request) = op_of(&out);
+        assert_eq!(
+            request,
+            Request::Delete {
+                path: node,
+                version: crate::types::ANY_VERSION
+            }
+        );
+        out.clear();
+        latch.handle(
+            Input::Reply {
+                id,
+                result: Ok(Response::Deleted),
+            },
+            &mut out,
+        );
+        assert_eq!(out, [Command::Report(LatchReport::Closed)]);
     }
 
     #[test]

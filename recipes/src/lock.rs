@@ -209,6 +209,11 @@ impl LockMachine {
         self.phase == Phase::Held
     }
 
+    /// This client's node, holding or waiting, once it knows it.
+    pub fn own_node(&self) -> Option<&str> {
+        self.node.as_deref()
+    }
+
     /// The node the lock is held by, while this client believes it holds it: its own node,
     /// first in line, which its current session must own.
     pub fn claimed_node(&self) -> Option<&str> {

@@ -12,7 +12,9 @@ use std::path::Path;
 
 use stateright::Model;
 
-use zkh_model::check::{Action, Lasso, RecipeModel, Workload, LIVELOCK, OWNERSHIP, PROGRESS};
+use zkh_model::check::{
+    Action, Lasso, RecipeModel, Workload, LIVELOCK, ORPHANS, OWNERSHIP, PROGRESS,
+};
 use zkh_model::history::Entries;
 use zkh_model::History;
 use zkh_reports::timeline::{self, Page, TimeUnit};
@@ -93,6 +95,7 @@ fn timed<W: Workload>(model: &RecipeModel<W>, found: &Found<'_>) -> (History, Ve
             .as_ref()
             .map(|lasso| ("eventually", lasso.detail())),
         OWNERSHIP => Some(("always", model.unowned_detail(&state))),
+        ORPHANS => Some(("always", model.orphan_detail(&state))),
         PROGRESS => Some(("eventually", model.stuck_detail(&state))),
         _ => None,
     };
@@ -119,6 +122,10 @@ pub(crate) fn explanation(name: &str) -> &'static str {
     } else if name == OWNERSHIP {
         "The model's own invariant: at every settled moment, every node a client believes is its \
          own (its registration, its role's node) exists and is owned by its current session."
+    } else if name == ORPHANS {
+        "The model's own invariant: at every settled moment, every ephemeral node a client's \
+         current session owns is one the client knows is its own; an orphan holds a place or a \
+         role until the session ends."
     } else if name == LIVELOCK {
         "The model checker's own liveness property: no path goes round a loop for ever without \
          progress, coming back to where it was (up to the numbers that only grow) with no role \

@@ -161,6 +161,7 @@ fn export_from<W: Workload>(
     let model_only = [
         zkh_model::check::LIVELOCK,
         zkh_model::check::OWNERSHIP,
+        zkh_model::check::ORPHANS,
         zkh_model::check::PROGRESS,
     ]
     .contains(&violation);
@@ -173,6 +174,7 @@ fn export_from<W: Workload>(
             match violation {
                 zkh_model::check::LIVELOCK => "requests that never stop",
                 zkh_model::check::OWNERSHIP => "the client's node after the fault",
+                zkh_model::check::ORPHANS => "a node its client no longer knows of",
                 _ => "the application that never acts",
             }
         )

@@ -166,7 +166,11 @@ impl<W: Workload> Model for RecipeModel<W> {
             }];
         }
         apart
-            .chain([Self::progress_property(), Self::ownership_property()])
+            .chain([
+                Self::progress_property(),
+                Self::ownership_property(),
+                Self::orphans_property(),
+            ])
             .collect()
     }
 }

@@ -5,7 +5,7 @@ use stateright::{Expectation, Property};
 
 use zkh_recipes::SessionId;
 
-use super::{judged_bits, Judge, RecipeModel, State, Workload, MAX_JUDGES};
+use super::{judged_bits, Judge, RecipeModel, Seat, State, Workload, MAX_JUDGES};
 
 /// The name of the model's own invariant that no application is stuck
 /// ([`RecipeModel::makes_progress`]).
@@ -14,6 +14,9 @@ pub const PROGRESS: &str = "applications make progress";
 /// The name of the model's own invariant that what a client believes it owns is its own
 /// ([`RecipeModel::owns_its_claims`]).
 pub const OWNERSHIP: &str = "claims are owned";
+
+/// The model's own invariant: no orphaned ephemeral node ([`RecipeModel::knows_its_ephemerals`]).
+pub const ORPHANS: &str = "no orphaned ephemerals";
 
 /// The name of the `always` and `eventually` properties given to stateright as one (see
 /// [`RecipeModel::one_invariant`]); never reported: the search names the one that failed.
@@ -120,6 +123,62 @@ impl<W: Workload> RecipeModel<W> {
         }
     }
 
+    /// The model's own invariant [`ORPHANS`], the other side of [`OWNERSHIP`]: at a quiet
+    /// moment (settled, and no live client waiting on a timer), every ephemeral node a live client's current session owns is one the client
+    /// knows is its own ([`Workload::known_nodes`]). A node its client lost track of (a create
+    /// whose reply was lost and never found, a delete taken as done that never happened) stays
+    /// until the session ends: it holds a place in a queue or a role no one will give up.
+    pub fn knows_its_ephemerals(&self, state: &State<W>) -> bool {
+        !W::KNOWS_ITS_EPHEMERALS || !self.claims_judged || self.orphan(state).is_none()
+    }
+
+    /// The first orphan [`knows_its_ephemerals`](Self::knows_its_ephemerals) finds in `state`:
+    /// the client and the node.
+    pub fn orphan(&self, state: &State<W>) -> Option<(usize, String)> {
+        // A quiet moment: settled, and no live client waiting on a timer either (a retry may
+        // yet find the node a lost reply left).
+        let quiet = |seat: &Seat<W>| seat.client.crashed || seat.idle();
+        if !self.settled(state) || !state.seats.iter().all(quiet) {
+            return None;
+        }
+        let tree = state.zk.tree();
+        for (c, seat) in state.seats.iter().enumerate() {
+            let client = &seat.client;
+            if client.crashed || client.expired_at_server {
+                continue;
+            }
+            let mut owned = tree
+                .nodes()
+                .filter(|(_, node)| node.ephemeral_owner == Some(client.session));
+            if let Some((path, _)) = owned.find(|(path, _)| {
+                !(self.workload.known_nodes(&client.machine).iter()).any(|known| known == path)
+            }) {
+                return Some((c, path.to_owned()));
+            }
+        }
+        None
+    }
+
+    /// Why [`knows_its_ephemerals`](Self::knows_its_ephemerals) fails in `state`.
+    pub fn orphan_detail(&self, state: &State<W>) -> String {
+        match self.orphan(state) {
+            Some((c, path)) => format!(
+                "at a quiet moment, client {c}'s session owns {path}, and the client does not \
+                 know it is its own"
+            ),
+            None => "no orphan".to_owned(),
+        }
+    }
+
+    /// The model's own invariant, [`ORPHANS`].
+    pub(super) fn orphans_property() -> Property<Self> {
+        Property {
+            expectation: Expectation::Always,
+            name: ORPHANS,
+            condition: Self::knows_its_ephemerals,
+        }
+    }
+
     /// The model's own invariant, [`OWNERSHIP`].
     pub(super) fn ownership_property() -> Property<Self> {
         Property {
@@ -179,7 +238,11 @@ impl<W: Workload> RecipeModel<W> {
         let judged = W::judges().iter().enumerate().map(Self::judged_property);
         judged
             .filter(|p| p.expectation != Expectation::Sometimes)
-            .chain([Self::progress_property(), Self::ownership_property()])
+            .chain([
+                Self::progress_property(),
+                Self::ownership_property(),
+                Self::orphans_property(),
+            ])
     }
 
     /// Whether every `always` and `eventually` property holds in `state`, as stateright judges

@@ -113,6 +113,17 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
         Vec::new()
     }
 
+    /// Whether the workload names every ephemeral node its clients know are their own
+    /// ([`Workload::known_nodes`]); when not, the orphan invariant costs nothing.
+    const KNOWS_ITS_EPHEMERALS: bool = false;
+
+    /// Every ephemeral node `machine` knows is its own now, claimed or not (a waiter's node):
+    /// at every settled moment each ephemeral node of the client's current session must be
+    /// among them (the model's own invariant [`ORPHANS`](super::ORPHANS)). By default none.
+    fn known_nodes(&self, _machine: &Self::Machine) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether the application is done with the recipe: a session expiry can change nothing
     /// it does any more, so the checker does not inject one.
     fn finished(&self, app: &Self::App) -> bool;

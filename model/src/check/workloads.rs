@@ -191,6 +191,12 @@ impl Workload for LockWorkload {
             .collect()
     }
 
+    const KNOWS_ITS_EPHEMERALS: bool = true;
+
+    fn known_nodes(&self, machine: &LockMachine) -> Vec<String> {
+        machine.own_node().map(str::to_owned).into_iter().collect()
+    }
+
     fn client(&self, index: usize) -> (LockMachine, LockApp, Vec<LockRequest>) {
         let machine = LockMachine::new(self.variant, LOCK_DIR, &identity("c", index));
         let acquire = LockRequest::Acquire { timeout_ms: None };
@@ -366,6 +372,11 @@ pub trait LeaderRecipe: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 's
     /// The node the leadership `machine` believes it holds stands on, if it believes it leads
     /// ([`Workload::claimed_nodes`]).
     fn claimed_node(machine: &Self::Machine) -> Option<String>;
+    /// Every ephemeral node `machine` knows is its own ([`Workload::known_nodes`]): by default
+    /// its claimed node.
+    fn known_nodes(machine: &Self::Machine) -> Vec<String> {
+        Self::claimed_node(machine).into_iter().collect()
+    }
 }
 
 /// The judges of a leader recipe `R` (see [`LeaderRecipe`]).
@@ -408,6 +419,12 @@ impl<R: LeaderRecipe> Workload for R {
 
     fn claimed_nodes(&self, machine: &R::Machine) -> Vec<String> {
         R::claimed_node(machine).into_iter().collect()
+    }
+
+    const KNOWS_ITS_EPHEMERALS: bool = true;
+
+    fn known_nodes(&self, machine: &R::Machine) -> Vec<String> {
+        R::known_nodes(machine)
     }
 
     fn client(&self, index: usize) -> (R::Machine, LeaderApp, Vec<R::Request>) {
@@ -567,6 +584,10 @@ impl LeaderRecipe for LatchWorkload {
         &JUDGES
     }
 
+    fn known_nodes(machine: &LatchMachine) -> Vec<String> {
+        machine.own_node().map(str::to_owned).into_iter().collect()
+    }
+
     fn claimed_node(machine: &LatchMachine) -> Option<String> {
         machine.claimed_node().map(str::to_owned)
     }
@@ -609,6 +630,10 @@ impl LeaderRecipe for ElectionWorkload {
     fn judged_by() -> &'static OnceLock<Vec<Judge<Self>>> {
         static JUDGES: OnceLock<Vec<Judge<ElectionWorkload>>> = OnceLock::new();
         &JUDGES
+    }
+
+    fn known_nodes(machine: &ElectionMachine) -> Vec<String> {
+        machine.known_nodes()
     }
 
     fn claimed_node(machine: &ElectionMachine) -> Option<String> {
