@@ -134,6 +134,9 @@ pub struct LatchMachine {
     /// deleted before the latch reports itself closed (Curator's create callback deletes the
     /// node of a closed latch).
     closing: bool,
+    /// The known-bad shortcut of the election's `forgetful-close` control: closed while its
+    /// create is in flight, report closed at once and drop the create's reply.
+    forgets_creates_on_close: bool,
 }
 
 impl LatchMachine {
@@ -155,6 +158,16 @@ impl LatchMachine {
             retry: None,
             watching: None,
             closing: false,
+            forgets_creates_on_close: false,
+        }
+    }
+
+    /// This latch, closed while its create is in flight, forgetting the create: the known-bad
+    /// shortcut of the election's `forgetful-close` control.
+    pub(crate) fn forgetting_creates_on_close(self) -> LatchMachine {
+        LatchMachine {
+            forgets_creates_on_close: true,
+            ..self
         }
     }
 
@@ -434,7 +447,7 @@ impl Machine for LatchMachine {
                     |step: Option<&Step>| matches!(step, Some(Step::Create | Step::FindOwn));
                 let in_flight = creating(self.step.as_ref().map(|(_, step)| step))
                     || creating(self.retry.as_ref().map(|(_, step)| step));
-                if self.node.is_none() && in_flight {
+                if self.node.is_none() && in_flight && !self.forgets_creates_on_close {
                     // The create's outcome decides: a node it made is deleted first.
                     self.closing = true;
                     return;
@@ -570,6 +583,7 @@ impl Hash for LatchMachine {
             retry,
             watching,
             closing,
+            forgets_creates_on_close: _,
         } = self;
         (
             variant, creates, prefix, ids, started, leader, session, node, step, retry, watching,
@@ -602,6 +616,7 @@ impl Symmetric for LatchMachine {
             retry,
             watching,
             closing,
+            forgets_creates_on_close: _,
         } = self;
         (variant, creates, ids, started, leader).hash(state);
         if *closing {

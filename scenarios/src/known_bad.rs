@@ -89,6 +89,13 @@ pub const KNOWN_BAD: &[KnownBad] = &[
         steps: 22,
     },
     KnownBad {
+        recipe: "election",
+        variant: "forgetful-close",
+        options: &["--faults", "leader-change=1,crash=1"],
+        property: "no orphaned ephemerals",
+        steps: 96,
+    },
+    KnownBad {
         recipe: "master",
         variant: "no-watch",
         options: &["--faults", "expire=1"],

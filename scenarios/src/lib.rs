@@ -84,7 +84,7 @@ impl Recipe {
                 "correct, trust-predecessor, no-owner-check, keep-on-suspend, requeue-when-behind",
             )?),
             "election" => {
-                RecipeKind::Election(variant(name, variant_name, "correct, check-then-write")?)
+                RecipeKind::Election(variant(name, variant_name, "correct, check-then-write, forgetful-close")?)
             }
             "master" => RecipeKind::Master(variant(name, variant_name, "correct, no-watch")?),
             "job" => RecipeKind::Job(JobWorkload::new(variant(

@@ -148,7 +148,7 @@ fn sim_recipe(recipe: RecipeName, name: &str) -> Result<SimRecipe, Problem> {
             name,
             "correct, trust-predecessor, no-owner-check, keep-on-suspend, requeue-when-behind",
         )?),
-        RecipeName::Election => SimRecipe::Election(variant(name, "correct, check-then-write")?),
+        RecipeName::Election => SimRecipe::Election(variant(name, "correct, check-then-write, forgetful-close")?),
         RecipeName::Master => SimRecipe::Master(variant(name, "correct, no-watch")?),
         RecipeName::Job => SimRecipe::Job(variant(
             name,
