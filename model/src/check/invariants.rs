@@ -147,12 +147,11 @@ impl<W: Workload> RecipeModel<W> {
             if client.crashed || client.expired_at_server {
                 continue;
             }
-            let mut owned = tree
-                .nodes()
-                .filter(|(_, node)| node.ephemeral_owner == Some(client.session));
-            if let Some((path, _)) = owned.find(|(path, _)| {
-                !(self.workload.known_nodes(&client.machine).iter()).any(|known| known == path)
-            }) {
+            let known = self.workload.known_nodes(&client.machine);
+            let orphan = tree.nodes().find(|(path, node)| {
+                node.ephemeral_owner == Some(client.session) && !known.iter().any(|k| k == path)
+            });
+            if let Some((path, _)) = orphan {
                 return Some((c, path.to_owned()));
             }
         }
