@@ -136,6 +136,10 @@ pub fn explanation(name: &str) -> &'static str {
         }
         "leader elected" => "After the faults heal, a holder or leader appears within the bound.",
         "no shard executed twice" => "Each (job, item, cycle) is executed by at most one instance.",
+        "runs when scheduled" => {
+            "No run of a job's item comes before its cycle's trigger fired (a misfired or \
+             failed-over cycle may run late, never early)."
+        }
         "no shard lost" => {
             "Each (job, item, cycle) of the judged cycles runs once the faults heal."
         }
@@ -770,6 +774,47 @@ pub fn no_shard_lost(
     });
     let summary = || format!("{items} items ran in each of cycles {cycles:?}");
     Finding::new("no shard lost", Class::Eventually, violation, summary)
+}
+
+/// **Runs when scheduled** (always): no run of an item of `job` for cycle `k` comes before
+/// `fired_at_us(k)`, the moment the cron fired cycle `k`. Late is allowed: Elastic-Job runs a
+/// misfired cycle once its running one ends, and a failover runs a crashed owner's cycle when
+/// the crash is seen. The model checker judges the same property without a clock, by order
+/// (`check::SCHEDULE`).
+pub fn runs_when_scheduled(
+    history: &impl Entries,
+    job: &str,
+    fired_at_us: impl Fn(u64) -> u64,
+) -> Finding {
+    let mut runs = 0;
+    let early = history
+        .each()
+        .enumerate()
+        .find(|(_, entry)| match &entry.event {
+            HistoryEvent::Execution { job: j, cycle, .. } if j == job => {
+                runs += 1;
+                entry.at_us < fired_at_us(*cycle)
+            }
+            _ => false,
+        });
+    let violation = early.map(|(_, entry)| match &entry.event {
+        HistoryEvent::Execution {
+            client,
+            item,
+            cycle,
+            ..
+        } => format!(
+            "client {client} ran {job} item {item} of cycle {cycle} at {} us, before the cycle \
+             fired at {} us",
+            entry.at_us,
+            fired_at_us(*cycle)
+        ),
+        _ => unreachable!("only runs are found early"),
+    });
+    let evidence = early.map(|(index, _)| vec![index]).unwrap_or_default();
+    let summary = || format!("{runs} runs, none before its cycle fired");
+    Finding::new("runs when scheduled", Class::Always, violation, summary)
+        .with_evidence(history, evidence)
 }
 
 /// The `sometimes` checks that keep a pass from being an empty one.

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
     check_searched, Action, DeepLoops, GaveUp, Lasso, Limits, Progress, RecipeModel, State,
-    Workload, LIVELOCK, MAX_LOAD_PERCENT, ORPHANS, OWNERSHIP, PROGRESS, SHORTEN_STATES,
+    Workload, LIVELOCK, MAX_LOAD_PERCENT, ORPHANS, OWNERSHIP, PROGRESS, SCHEDULE, SHORTEN_STATES,
 };
 use zkh_scenarios::export::to_toml;
 use zkh_scenarios::known_bad::{known_bad, model_finding, simulator_only};
@@ -414,6 +414,8 @@ pub(crate) fn print_violation<W: Workload>(
         model.unowned_detail(state)
     } else if property == ORPHANS {
         model.orphan_detail(state)
+    } else if property == SCHEDULE {
+        model.unscheduled_detail(state)
     } else {
         state
             .findings()

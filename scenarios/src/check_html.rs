@@ -13,7 +13,7 @@ use std::path::Path;
 use stateright::Model;
 
 use zkh_model::check::{
-    Action, Lasso, RecipeModel, Workload, LIVELOCK, ORPHANS, OWNERSHIP, PROGRESS,
+    Action, Lasso, RecipeModel, Workload, LIVELOCK, ORPHANS, OWNERSHIP, PROGRESS, SCHEDULE,
 };
 use zkh_model::history::Entries;
 use zkh_model::History;
@@ -96,6 +96,7 @@ fn timed<W: Workload>(model: &RecipeModel<W>, found: &Found<'_>) -> (History, Ve
             .map(|lasso| ("eventually", lasso.detail())),
         OWNERSHIP => Some(("always", model.unowned_detail(&state))),
         ORPHANS => Some(("always", model.orphan_detail(&state))),
+        SCHEDULE => Some(("always", model.unscheduled_detail(&state))),
         PROGRESS => Some(("eventually", model.stuck_detail(&state))),
         _ => None,
     };

@@ -143,6 +143,13 @@ pub const KNOWN_BAD: &[KnownBad] = &[
     },
     KnownBad {
         recipe: "job",
+        variant: "run-ahead",
+        options: &["--clients", "2", "--faults", "crash=1"],
+        property: "runs when scheduled",
+        steps: 63,
+    },
+    KnownBad {
+        recipe: "job",
         variant: "uncovered-reshard",
         options: &[
             "--cycles",

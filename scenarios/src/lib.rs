@@ -90,7 +90,7 @@ impl Recipe {
             "job" => RecipeKind::Job(JobWorkload::new(variant(
                 name,
                 variant_name,
-                "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard, no-reregister",
+                "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard, no-reregister, run-ahead",
             )?)),
             other => {
                 return Err(format!(

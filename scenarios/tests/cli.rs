@@ -519,7 +519,7 @@ fn bad_input_names_the_problem_and_exits_64() {
         (
             vec!["check", "job", "--variant", "bogus"],
             "job has no variant \"bogus\" (known: correct, one-item-per-idle, trust-owners, \
-             no-cycle-claim, uncovered-reshard, no-reregister)",
+             no-cycle-claim, uncovered-reshard, no-reregister, run-ahead)",
         ),
         (
             vec!["check", "lock", "--max-states", "0"],

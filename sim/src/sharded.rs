@@ -172,6 +172,7 @@ pub async fn sharded_job(
     let findings = vec![
         properties::no_shard_executed_twice(&history, JOB),
         properties::no_shard_lost(&history, JOB, config.items, first..=last),
+        properties::runs_when_scheduled(&history, JOB, |cycle| origin_us + cycle * interval_us),
         properties::leader_elected(
             &history,
             &["leader"],

@@ -170,6 +170,7 @@ impl<W: Workload> Model for RecipeModel<W> {
                 Self::progress_property(),
                 Self::ownership_property(),
                 Self::orphans_property(),
+                Self::schedule_property(),
             ])
             .collect()
     }

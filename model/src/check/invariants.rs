@@ -18,6 +18,11 @@ pub const OWNERSHIP: &str = "claims are owned";
 /// The model's own invariant: no orphaned ephemeral node ([`RecipeModel::knows_its_ephemerals`]).
 pub const ORPHANS: &str = "no orphaned ephemerals";
 
+/// The model's own invariant that every run happens in a cycle a schedule fired
+/// ([`RecipeModel::runs_when_scheduled`]); the simulator judges it by the clock
+/// (`properties::runs_when_scheduled`).
+pub const SCHEDULE: &str = "runs when scheduled";
+
 /// The name of the `always` and `eventually` properties given to stateright as one (see
 /// [`RecipeModel::one_invariant`]); never reported: the search names the one that failed.
 pub const INVARIANTS: &str = "every always and eventually property";
@@ -169,6 +174,48 @@ impl<W: Workload> RecipeModel<W> {
         }
     }
 
+    /// The model's own invariant [`SCHEDULE`]: no client has run a cycle that no client's
+    /// schedule has fired ([`Workload::fired_cycle`], [`Workload::newest_cycle_run`]). A crashed
+    /// client's cron counts: a failover runs the crashed owner's cycle. The model has no clock,
+    /// so it judges the order only (a run of cycle `k` comes after some trigger of `k`); the
+    /// simulator judges the moment.
+    pub fn runs_when_scheduled(&self, state: &State<W>) -> bool {
+        !W::SCHEDULED || self.unscheduled_run(state).is_none()
+    }
+
+    /// The first client [`runs_when_scheduled`](Self::runs_when_scheduled) finds ahead of every
+    /// schedule in `state`: the client, the cycle it ran, and the newest cycle fired.
+    pub fn unscheduled_run(&self, state: &State<W>) -> Option<(usize, u64, u64)> {
+        let fired = (state.seats.iter())
+            .map(|seat| self.workload.fired_cycle(&seat.client.app))
+            .max()
+            .unwrap_or(0);
+        (state.seats.iter().enumerate()).find_map(|(c, seat)| {
+            let ran = self.workload.newest_cycle_run(&seat.client.machine);
+            (ran > fired).then_some((c, ran, fired))
+        })
+    }
+
+    /// Why [`runs_when_scheduled`](Self::runs_when_scheduled) fails in `state`.
+    pub fn unscheduled_detail(&self, state: &State<W>) -> String {
+        match self.unscheduled_run(state) {
+            Some((c, ran, fired)) => format!(
+                "client {c} ran cycle {ran}, and no client's schedule has fired a cycle after \
+                 {fired}"
+            ),
+            None => "every run is of a cycle that fired".to_owned(),
+        }
+    }
+
+    /// The model's own invariant, [`SCHEDULE`].
+    pub(super) fn schedule_property() -> Property<Self> {
+        Property {
+            expectation: Expectation::Always,
+            name: SCHEDULE,
+            condition: Self::runs_when_scheduled,
+        }
+    }
+
     /// The model's own invariant, [`ORPHANS`].
     pub(super) fn orphans_property() -> Property<Self> {
         Property {
@@ -241,6 +288,7 @@ impl<W: Workload> RecipeModel<W> {
                 Self::progress_property(),
                 Self::ownership_property(),
                 Self::orphans_property(),
+                Self::schedule_property(),
             ])
     }
 

@@ -321,6 +321,16 @@ impl Workload for JobWorkload {
         machine.registration().into_iter().collect()
     }
 
+    const SCHEDULED: bool = true;
+
+    fn fired_cycle(&self, app: &JobApp) -> u64 {
+        app.triggered
+    }
+
+    fn newest_cycle_run(&self, machine: &JobMachine) -> u64 {
+        machine.newest_cycle_run()
+    }
+
     fn finished(&self, _: &JobApp) -> bool {
         false
     }

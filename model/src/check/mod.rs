@@ -226,7 +226,7 @@ pub use crate::shared::{Shared, SharedLog, SharedMut};
 pub use budget::{Acting, FaultBudget};
 pub use compact::{COMPACT_MIB, MAX_LOAD_PERCENT};
 pub use depth_first::PROGRESS_STATES;
-pub use invariants::{INVARIANTS, ORPHANS, OWNERSHIP, PROGRESS};
+pub use invariants::{INVARIANTS, ORPHANS, OWNERSHIP, PROGRESS, SCHEDULE};
 pub use job::{JobApp, JobWorkload, JOB_CYCLES, JOB_ITEMS};
 pub use lasso::{abstract_key, abstract_text, ranked, DeepLoops, Lasso, DEEP_PATHS, LIVELOCK};
 pub use run::{

@@ -124,6 +124,22 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
         Vec::new()
     }
 
+    /// Whether the workload runs on a schedule ([`Workload::fired_cycle`],
+    /// [`Workload::newest_cycle_run`]); when not, the schedule invariant costs nothing.
+    const SCHEDULED: bool = false;
+
+    /// The newest cycle `app`'s schedule has fired (0 before the first): no client may run a
+    /// cycle that no client's schedule has fired (the model's own invariant
+    /// [`SCHEDULE`](super::SCHEDULE)).
+    fn fired_cycle(&self, _app: &Self::App) -> u64 {
+        0
+    }
+
+    /// The newest cycle of any run `machine` made (0 before the first).
+    fn newest_cycle_run(&self, _machine: &Self::Machine) -> u64 {
+        0
+    }
+
     /// Whether the application is done with the recipe: a session expiry can change nothing
     /// it does any more, so the checker does not inject one.
     fn finished(&self, app: &Self::App) -> bool;

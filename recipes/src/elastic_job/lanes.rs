@@ -61,7 +61,8 @@ impl JobMachine {
             JobVariant::Correct
             | JobVariant::OneItemPerIdle
             | JobVariant::TrustOwners
-            | JobVariant::NoReregister => true,
+            | JobVariant::NoReregister
+            | JobVariant::RunAhead => true,
             JobVariant::NoCycleClaim | JobVariant::UncoveredReshard => false,
         }
     }
@@ -137,6 +138,11 @@ impl JobMachine {
         self.fail_over_after_queued_work();
         if self.misfired {
             self.start_cycle();
+        } else if self.variant == JobVariant::RunAhead && !self.ahead.0 {
+            // The control's defect: the next cycle, before its trigger.
+            self.ahead = super::QuietFlag(true);
+            self.cycle += 1;
+            self.start_cycle();
         }
     }
 
@@ -173,7 +179,8 @@ impl JobMachine {
             | JobVariant::NoCycleClaim
             | JobVariant::TrustOwners
             | JobVariant::UncoveredReshard
-            | JobVariant::NoReregister => Task::ClaimNext,
+            | JobVariant::NoReregister
+            | JobVariant::RunAhead => Task::ClaimNext,
         };
         let done = [Task::CompleteFailover(item), next];
         if unmark {
@@ -220,7 +227,8 @@ impl JobMachine {
             | JobVariant::OneItemPerIdle
             | JobVariant::TrustOwners
             | JobVariant::UncoveredReshard
-            | JobVariant::NoReregister => {
+            | JobVariant::NoReregister
+            | JobVariant::RunAhead => {
                 self.then([Task::ReadClaim { item, cycle, via }]);
                 None
             }

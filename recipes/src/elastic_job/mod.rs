@@ -160,6 +160,11 @@ pub enum JobVariant {
     /// expiry does not register the instance again. It runs on, believing it is registered;
     /// the others fail its items over and shard without it, so no run is lost or doubled.
     NoReregister,
+    /// Our own control for the schedule oracle ("runs when scheduled"): a cycle that ends
+    /// starts the next one at once, as if its trigger had misfired, one cycle ahead of the
+    /// cron. The claims keep each (item, cycle) to one run, so nothing is doubled or lost;
+    /// only the moment is wrong.
+    RunAhead,
 }
 
 /// What the application asks of a job instance.
@@ -268,6 +273,21 @@ pub struct JobMachine {
     ran_standing: bool,
     /// This instance has run a cycle to its end: it may own items of a standing sharding.
     ended_a_cycle: bool,
+    /// The [`RunAhead`](JobVariant::RunAhead) control started a cycle its cron has not fired.
+    ahead: QuietFlag,
+}
+
+/// A flag that hashes as nothing while it is down, so that one variant's own state leaves the
+/// fingerprints of every other variant's states as they were.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct QuietFlag(pub(crate) bool);
+
+impl std::hash::Hash for QuietFlag {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        if self.0 {
+            true.hash(state);
+        }
+    }
 }
 
 impl JobMachine {
@@ -297,6 +317,7 @@ impl JobMachine {
             deferred: BTreeSet::new(),
             ran_standing: false,
             ended_a_cycle: false,
+            ahead: QuietFlag(false),
         }
     }
 
@@ -341,6 +362,12 @@ impl JobMachine {
     pub fn is_leader(&self) -> bool {
         self.leader
     }
+
+    /// The newest cycle of any run this instance made, its own items' or a failover's (0
+    /// before the first).
+    pub fn newest_cycle_run(&self) -> u64 {
+        self.executed.values().copied().max().unwrap_or(0)
+    }
 }
 
 /// A job instance is not symmetric: the average allocation orders instances by id, so two
@@ -383,6 +410,9 @@ impl Machine for JobMachine {
             Input::Request(JobRequest::Trigger { cycle }) => {
                 if cycle > self.cycle {
                     self.deferred.clear();
+                }
+                if cycle >= self.cycle {
+                    self.ahead = QuietFlag(false);
                 }
                 self.cycle = self.cycle.max(cycle);
                 if !self.started || self.session.is_none() {

@@ -41,7 +41,12 @@ pub fn judged_properties(recipe: RecipeName) -> &'static [&'static str] {
             &["single acting master", "herd free", "leader elected"]
         }
         RecipeName::Master => &["single acting master", "leader elected"],
-        RecipeName::Job => &["no shard executed twice", "no shard lost", "leader elected"],
+        RecipeName::Job => &[
+            "no shard executed twice",
+            "no shard lost",
+            "runs when scheduled",
+            "leader elected",
+        ],
     }
 }
 
@@ -152,7 +157,7 @@ fn sim_recipe(recipe: RecipeName, name: &str) -> Result<SimRecipe, Problem> {
         RecipeName::Master => SimRecipe::Master(variant(name, "correct, no-watch")?),
         RecipeName::Job => SimRecipe::Job(variant(
             name,
-            "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard, no-reregister",
+            "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard, no-reregister, run-ahead",
         )?),
     })
 }
