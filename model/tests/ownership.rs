@@ -11,7 +11,8 @@
 
 use zkh_model::check::{
     check_within, walk, Acting, ElectionWorkload, FaultBudget, JobWorkload, LatchWorkload, Limits,
-    LockWorkload, MasterWorkload, RecipeModel, WalkLimits, Workload, OWNERSHIP,
+    LockWorkload, MasterWorkload, RecipeModel, WalkLimits, Workload, CLAIM_JUDGED,
+    EPHEMERAL_JUDGED, OWNERSHIP,
 };
 use zkh_recipes::elastic_job::JobVariant;
 use zkh_recipes::election::ElectionVariant;
@@ -145,4 +146,43 @@ fn elastic_jobs_election_leads_on_the_old_sessions_node_after_a_client_side_expi
         assert!(verdict.complete, "{faults}: {verdict:?}");
         assert_eq!(verdict.violation, None, "{faults}");
     }
+}
+
+/// The `sometimes` companions of the claims and orphans invariants: a correct check reaches
+/// both (a settled moment with a claim, a quiet one with a live session's ephemeral node), and
+/// a search too short for any settled claim reports both unreached, so a pass of either
+/// invariant that judged nothing says so.
+#[test]
+fn the_claim_and_orphan_invariants_have_sometimes_companions_that_can_go_unreached() {
+    let lock = model(
+        LockWorkload {
+            variant: LockVariant::Correct,
+        },
+        2,
+        "drop-reply=1,expire=1",
+    );
+    let verdict = check_within(&lock, Limits::default());
+    assert!(
+        verdict.complete && verdict.violation.is_none(),
+        "{verdict:?}"
+    );
+    assert!(verdict.unreached.is_empty(), "{:?}", verdict.unreached);
+    let short = WalkLimits {
+        walks: 20,
+        seed: 3,
+        max_depth: 2,
+    };
+    let unreached = walk(&lock, short).unreached;
+    for companion in [CLAIM_JUDGED, EPHEMERAL_JUDGED] {
+        assert!(unreached.contains(&companion), "{unreached:?}");
+    }
+    let long = WalkLimits {
+        max_depth: 300,
+        ..short
+    };
+    let unreached = walk(&lock, long).unreached;
+    assert!(
+        !unreached.contains(&CLAIM_JUDGED) && !unreached.contains(&EPHEMERAL_JUDGED),
+        "{unreached:?}"
+    );
 }

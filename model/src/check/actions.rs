@@ -172,6 +172,7 @@ impl<W: Workload> Model for RecipeModel<W> {
                 Self::orphans_property(),
                 Self::schedule_property(),
             ])
+            .chain(self.own_sometimes().into_iter().map(|(_, p)| p))
             .collect()
     }
 }

@@ -23,6 +23,20 @@ pub const ORPHANS: &str = "no orphaned ephemerals";
 /// (`properties::runs_when_scheduled`).
 pub const SCHEDULE: &str = "runs when scheduled";
 
+/// The `sometimes` companion of [`OWNERSHIP`]: some settled moment had a claim to judge, so a
+/// pass of "claims are owned" is not an empty one.
+pub const CLAIM_JUDGED: &str = "a claim was judged";
+
+/// The `sometimes` companion of [`ORPHANS`]: some quiet moment had an ephemeral node of a live
+/// session to judge.
+pub const EPHEMERAL_JUDGED: &str = "an ephemeral was judged";
+
+/// The bit of [`CLAIM_JUDGED`] in [`Reached`](super::Reached) (the judges' take the low eight).
+const CLAIM_JUDGED_BIT: u16 = 1 << 8;
+
+/// The bit of [`EPHEMERAL_JUDGED`] in [`Reached`](super::Reached).
+const EPHEMERAL_JUDGED_BIT: u16 = 1 << 9;
+
 /// The name of the `always` and `eventually` properties given to stateright as one (see
 /// [`RecipeModel::one_invariant`]); never reported: the search names the one that failed.
 pub const INVARIANTS: &str = "every always and eventually property";
@@ -216,6 +230,67 @@ impl<W: Workload> RecipeModel<W> {
         }
     }
 
+    /// Whether `state` is a settled moment with a claim to judge ([`CLAIM_JUDGED`]): a live
+    /// client with its session believes some node is its own.
+    pub fn claim_judged(&self, state: &State<W>) -> bool {
+        self.settled(state)
+            && state.seats.iter().any(|seat| {
+                let client = &seat.client;
+                !client.crashed
+                    && !client.expired_at_server
+                    && !self.workload.claimed_nodes(&client.machine).is_empty()
+            })
+    }
+
+    /// Whether `state` is a quiet moment with an ephemeral node to judge
+    /// ([`EPHEMERAL_JUDGED`]): some live client's current session owns one.
+    pub fn ephemeral_judged(&self, state: &State<W>) -> bool {
+        let quiet = |seat: &Seat<W>| seat.client.crashed || seat.idle();
+        if !self.settled(state) || !state.seats.iter().all(quiet) {
+            return false;
+        }
+        let tree = state.zk.tree();
+        let sessions: Vec<SessionId> = (state.seats.iter())
+            .map(|seat| &seat.client)
+            .filter(|client| !client.crashed && !client.expired_at_server)
+            .map(|client| client.session)
+            .collect();
+        tree.nodes()
+            .any(|(_, node)| node.ephemeral_owner.is_some_and(|s| sessions.contains(&s)))
+    }
+
+    /// The model's own `sometimes` properties that this model judges (each with its bit in
+    /// [`Reached`](super::Reached)): the companions of the invariants it checks, so that a pass
+    /// of one is not empty.
+    pub fn own_sometimes(&self) -> Vec<(u16, Property<Self>)> {
+        let mut own = Vec::new();
+        if W::CLAIMS && self.claims_judged {
+            let claim = Property {
+                expectation: Expectation::Sometimes,
+                name: CLAIM_JUDGED,
+                condition: Self::claim_judged,
+            };
+            own.push((CLAIM_JUDGED_BIT, claim));
+        }
+        if W::KNOWS_ITS_EPHEMERALS && self.claims_judged {
+            let ephemeral = Property {
+                expectation: Expectation::Sometimes,
+                name: EPHEMERAL_JUDGED,
+                condition: Self::ephemeral_judged,
+            };
+            own.push((EPHEMERAL_JUDGED_BIT, ephemeral));
+        }
+        own
+    }
+
+    /// The model's own `sometimes` properties no state reached, by the bits in `reached`.
+    pub(super) fn own_unreached(&self, reached: u16) -> Vec<&'static str> {
+        (self.own_sometimes().into_iter())
+            .filter(|(bit, _)| reached & bit == 0)
+            .map(|(_, property)| property.name)
+            .collect()
+    }
+
     /// The model's own invariant, [`ORPHANS`].
     pub(super) fn orphans_property() -> Property<Self> {
         Property {
@@ -301,7 +376,19 @@ impl<W: Workload> RecipeModel<W> {
     /// [`RecipeModel::invariants_hold`], noting the `sometimes` properties `state` has reached
     /// in [`RecipeModel::reached`]: the one property a depth-first search gives stateright.
     pub(super) fn invariants_hold_noting_reached(&self, state: &State<W>) -> bool {
-        (self.reached).note(state.verdicts & judged_bits::<W>(Expectation::Sometimes));
+        let mut bits = u16::from(state.verdicts & judged_bits::<W>(Expectation::Sometimes));
+        // The model's own, judged only until some state reaches each.
+        let noted = self.reached.bits();
+        if W::CLAIMS && noted & CLAIM_JUDGED_BIT == 0 && self.claim_judged(state) {
+            bits |= CLAIM_JUDGED_BIT;
+        }
+        if W::KNOWS_ITS_EPHEMERALS
+            && noted & EPHEMERAL_JUDGED_BIT == 0
+            && self.ephemeral_judged(state)
+        {
+            bits |= EPHEMERAL_JUDGED_BIT;
+        }
+        (self.reached).note(bits);
         self.invariants_hold(state)
     }
 

@@ -212,7 +212,7 @@ mod workloads;
 
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 
 use crate::history_text::{op_id_text, request_text, result_text, session_event_text};
@@ -226,7 +226,9 @@ pub use crate::shared::{Shared, SharedLog, SharedMut};
 pub use budget::{Acting, FaultBudget};
 pub use compact::{COMPACT_MIB, MAX_LOAD_PERCENT};
 pub use depth_first::PROGRESS_STATES;
-pub use invariants::{INVARIANTS, ORPHANS, OWNERSHIP, PROGRESS, SCHEDULE};
+pub use invariants::{
+    CLAIM_JUDGED, EPHEMERAL_JUDGED, INVARIANTS, ORPHANS, OWNERSHIP, PROGRESS, SCHEDULE,
+};
 pub use job::{JobApp, JobWorkload, JOB_CYCLES, JOB_ITEMS};
 pub use lasso::{abstract_key, abstract_text, ranked, DeepLoops, Lasso, DEEP_PATHS, LIVELOCK};
 pub use run::{
@@ -337,18 +339,20 @@ pub struct RecipeModel<W: Workload> {
 /// `sometimes` properties reached (one bit each), shared by the copies of a model: a search
 /// notes them from its checker's thread, and reads them when it is done.
 #[derive(Clone, Debug, Default)]
-pub struct Reached(Arc<AtomicU8>);
+pub struct Reached(Arc<AtomicU16>);
 
 impl Reached {
-    /// Notes `bits` as reached: a plain load, and a store only when one is new.
-    pub fn note(&self, bits: u8) {
+    /// Notes `bits` as reached: a plain load, and a store only when one is new. The judges'
+    /// `sometimes` properties take the low eight bits, the model's own the next
+    /// ([`RecipeModel::own_sometimes`]).
+    pub fn note(&self, bits: u16) {
         if bits & !self.0.load(Ordering::Relaxed) != 0 {
             self.0.fetch_or(bits, Ordering::Relaxed);
         }
     }
 
     /// The bits noted so far.
-    pub fn bits(&self) -> u8 {
+    pub fn bits(&self) -> u16 {
         self.0.load(Ordering::Relaxed)
     }
 }

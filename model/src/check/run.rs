@@ -392,7 +392,7 @@ fn ours<W: Workload>(
     Verdict {
         compaction,
         deep_loops,
-        ..searched.verdict::<W>(limits, symmetry, violation, &reached)
+        ..searched.verdict(model, limits, symmetry, violation, &reached)
     }
 }
 
@@ -413,10 +413,11 @@ pub(super) struct Searched {
 }
 
 impl Searched {
-    /// The verdict of a search that went this far and found `violation`, with `reached` the
-    /// `sometimes` properties it noted.
+    /// The verdict of a search of `model` that went this far and found `violation`, with
+    /// `reached` the `sometimes` properties it noted.
     fn verdict<W: Workload>(
         self,
+        model: &RecipeModel<W>,
         limits: Limits,
         symmetry: bool,
         violation: Option<Violation>,
@@ -437,10 +438,11 @@ impl Searched {
         let complete = gave_up.is_none();
         let unreached = if complete && violation.is_none() {
             // The `sometimes` properties were noted, not given to the search.
-            let unreached = judged_bits::<W>(Expectation::Sometimes) & !reached.bits();
+            let unreached = u16::from(judged_bits::<W>(Expectation::Sometimes)) & !reached.bits();
             (W::judges().iter().enumerate())
                 .filter(|(index, _)| unreached & 1 << index != 0)
                 .map(|(_, judge)| judge.name)
+                .chain(model.own_unreached(reached.bits()))
                 .collect()
         } else {
             Vec::new()
@@ -511,7 +513,7 @@ fn search<W: Workload>(
         by_thread: Vec::new(),
         deep: DeepSeen::default(),
     };
-    searched.verdict::<W>(limits, symmetry, violation, &reached)
+    searched.verdict(model, limits, symmetry, violation, &reached)
 }
 
 /// Waits for `checker` to finish, telling `observer` how far it has come.
