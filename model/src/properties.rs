@@ -633,36 +633,48 @@ pub fn leader_elected(
 /// kept issuing requests (a recipe that never settles), "; idle: ..." when they did not (a recipe
 /// that waits for news that never comes). Empty when the window has no length.
 fn activity(history: &impl Entries, after_us: u64, within_us: u64) -> String {
+    let Some((requests, span_us)) = requests_in(history, after_us, within_us) else {
+        return String::new();
+    };
+    let per_second = requests as f64 / (span_us as f64 / 1e6);
+    let (state, meaning) = if per_second >= BUSY_REQUESTS_PER_SECOND {
+        ("busy", "the clients kept working without getting anywhere")
+    } else {
+        ("idle", "the clients waited for news that never came")
+    };
+    format!(
+        "; {state}: {requests} requests in the {} judged ({per_second:.1} a second): {meaning}",
+        span(span_us)
+    )
+}
+
+/// The requests the clients issued in the window from `after_us` for `within_us`
+/// (unbounded: to the last entry), and the window's length; none when it has no length.
+fn requests_in(history: &impl Entries, after_us: u64, within_us: u64) -> Option<(usize, u64)> {
     // A bounded window is the run's to its deadline; an unbounded one ends at the last entry.
     let end_us = match within_us >= UNBOUNDED_US {
         true => history.each().last().map_or(0, |entry| entry.at_us),
         false => after_us.saturating_add(within_us),
     };
     if end_us <= after_us {
-        return String::new();
+        return None;
     }
     let requests = (history.each())
         .filter(|entry| entry.at_us > after_us && entry.at_us <= end_us)
         .filter(|entry| matches!(entry.event, HistoryEvent::Invoke { .. }))
         .count();
-    let seconds = (end_us - after_us) as f64 / 1e6;
-    let per_second = requests as f64 / seconds;
-    let (state, meaning) = if per_second >= BUSY_REQUESTS_PER_SECOND {
-        ("busy", "the clients kept working without getting anywhere")
-    } else {
-        ("idle", "the clients waited for news that never came")
-    };
-    let span_us = end_us - after_us;
-    let span = if span_us >= 1_000_000 {
-        format!("{seconds:.1} s")
+    Some((requests, end_us - after_us))
+}
+
+/// A length of simulated time, in the unit that reads best.
+fn span(span_us: u64) -> String {
+    if span_us >= 1_000_000 {
+        format!("{:.1} s", span_us as f64 / 1e6)
     } else if span_us >= 1_000 {
         format!("{} ms", span_us / 1_000)
     } else {
         format!("{span_us} us")
-    };
-    format!(
-        "; {state}: {requests} requests in the {span} judged ({per_second:.1} a second): {meaning}"
-    )
+    }
 }
 
 /// The rate of requests, all clients together, above which a window without a leader counts as
@@ -774,6 +786,36 @@ pub fn no_shard_lost(
     });
     let summary = || format!("{items} items ran in each of cycles {cycles:?}");
     Finding::new("no shard lost", Class::Eventually, violation, summary)
+}
+
+/// [`no_shard_lost`] as the simulator judges it, over the cycles that fired from
+/// `judged_from_us` on: a violation also says how many requests the instances issued from then
+/// to the end of the run (a second, and a judged cycle), so that a job that kept working
+/// without running the item reads apart from one that waited for news.
+pub fn no_shard_lost_since(
+    history: &impl Entries,
+    job: &str,
+    items: u32,
+    cycles: std::ops::RangeInclusive<u64>,
+    judged_from_us: u64,
+) -> Finding {
+    let judged = cycles.clone().count().max(1);
+    let mut finding = no_shard_lost(history, job, items, cycles);
+    if let (false, Some((requests, span_us))) = (
+        finding.holds,
+        requests_in(history, judged_from_us, UNBOUNDED_US),
+    ) {
+        // A job at rest still works every cycle, so no one rate tells busy from idle: the
+        // figures are given for the reader to set against a passing seed's.
+        let per_second = requests as f64 / (span_us as f64 / 1e6);
+        finding.detail.push_str(&format!(
+            "; the instances issued {requests} requests in the {} judged ({per_second:.1} a \
+             second, {} a judged cycle)",
+            span(span_us),
+            requests / judged
+        ));
+    }
+    finding
 }
 
 /// **Runs when scheduled** (always): no run of an item of `job` for cycle `k` comes before

@@ -461,3 +461,55 @@ fn leader_elected_says_whether_the_clients_were_busy_or_idle() {
         idle.detail
     );
 }
+
+/// A lost shard in the simulator says how many requests the instances issued over the judged
+/// cycles, and a run before its cycle fired breaks "runs when scheduled".
+#[test]
+fn no_shard_lost_since_counts_the_requests_and_runs_when_scheduled_judges_the_moment() {
+    let mut h = History::new();
+    for at in 0..10u64 {
+        h.push(
+            10_000_000 + at * 1_000_000,
+            HistoryEvent::Invoke {
+                client: 0,
+                session: SessionId(7),
+                xid: at + 1,
+                request: Request::GetChildren {
+                    path: "/orders-job/instances".into(),
+                    watch: false,
+                },
+            },
+        );
+    }
+    run(&mut h, 20_000_000, 0, 0, 2, false);
+    let lost = properties::no_shard_lost_since(&h, "/orders-job", 1, 1..=2, 10_000_000);
+    assert!(!lost.holds);
+    assert!(
+        lost.detail.ends_with(
+            "the instances issued 9 requests in the 10.0 s judged (0.9 a second, 4 a judged cycle)"
+        ),
+        "{}",
+        lost.detail
+    );
+    let kept = properties::no_shard_lost_since(&h, "/orders-job", 1, 2..=2, 10_000_000);
+    assert!(kept.holds, "{}", kept.detail);
+
+    // Cycle k fires at k * 10 s: cycle 2's run at 20 s is on time, a run of cycle 3 there is early.
+    let fired = |cycle: u64| cycle * 10_000_000;
+    assert!(properties::runs_when_scheduled(&h, "/orders-job", fired).holds);
+    run(&mut h, 20_500_000, 1, 0, 3, false);
+    let early = properties::runs_when_scheduled(&h, "/orders-job", fired);
+    assert!(!early.holds);
+    assert_eq!(early.at_us, Some(20_500_000));
+    assert!(
+        early
+            .detail
+            .contains("client 1 ran /orders-job item 0 of cycle 3 at 20500000 us"),
+        "{}",
+        early.detail
+    );
+    // Late is allowed (a misfire, a failover): cycle 1 run at 30 s.
+    let mut late = History::new();
+    run(&mut late, 30_000_000, 0, 0, 1, true);
+    assert!(properties::runs_when_scheduled(&late, "/orders-job", fired).holds);
+}

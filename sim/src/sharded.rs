@@ -171,7 +171,7 @@ pub async fn sharded_job(
     let last = (end_us - origin_us - interval_us / 2) / interval_us;
     let findings = vec![
         properties::no_shard_executed_twice(&history, JOB),
-        properties::no_shard_lost(&history, JOB, config.items, first..=last),
+        properties::no_shard_lost_since(&history, JOB, config.items, first..=last, judged_from_us),
         properties::runs_when_scheduled(&history, JOB, |cycle| origin_us + cycle * interval_us),
         properties::leader_elected(
             &history,
