@@ -85,7 +85,7 @@ fn judge(scenario: &Resolved, seed: u64, outcome: WorkloadOutcome) -> RunResult 
         })
     };
     // A broken guarantee of the ensemble comes first: the recipe's verdicts stand on it.
-    let guarantees = zkh_model::guarantees::judge(&outcome.history);
+    let guarantees = zkh_model::guarantees::judge(&outcome.history, &outcome.commit_logs);
     let broken = guarantees
         .iter()
         .find(|f| f.class == Class::Always && !f.holds);

@@ -30,6 +30,7 @@ use crate::net::Net;
 use crate::protocol::Addr;
 use crate::seed::{sub_rng, Subsystem};
 use crate::server::{run_server, Disk, RoleSummary, ServerConfig, ServerDefects, ServerShared};
+use zkh_model::guarantees::CommitLogs;
 
 /// How a peer learns that a crashed process's connections broke (measured on a real ensemble:
 /// clients of a killed leader were disconnected within 106 to 139 ms).
@@ -201,6 +202,15 @@ impl Cluster {
     /// The history recorded so far.
     pub fn history(&self) -> History {
         lock(&self.history).clone()
+    }
+
+    /// What each server applied, in order: the commit logs ZooKeeper's guarantees are judged
+    /// against beside the history (`zkh_model::guarantees::judge`). Taken, not copied: called
+    /// once, when the run is over.
+    pub fn commit_logs(&self) -> CommitLogs {
+        (self.servers.iter())
+            .map(|slot| std::mem::take(&mut *lock(&slot.shared.applied)))
+            .collect()
     }
 
     /// Appends to the history (for workloads: role changes, side effects).

@@ -188,5 +188,6 @@ pub async fn sharded_job(
         history,
         findings,
         faults_not_fired,
+        commit_logs: cluster.commit_logs(),
     }
 }

@@ -14,6 +14,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use zkh_model::guarantees::CommitLogs;
 use zkh_model::properties::{self, sometimes, Finding};
 use zkh_model::{History, HistoryEvent};
 use zkh_recipes::driver;
@@ -90,6 +91,8 @@ pub struct WorkloadOutcome {
     pub findings: Vec<Finding>,
     /// The planned faults that did not happen ([`Cluster::planned_faults_not_fired`]).
     pub faults_not_fired: Vec<String>,
+    /// What each server applied ([`Cluster::commit_logs`]), for ZooKeeper's guarantees.
+    pub commit_logs: CommitLogs,
 }
 
 impl WorkloadOutcome {
@@ -245,6 +248,7 @@ pub async fn stock(
         history,
         findings,
         faults_not_fired,
+        commit_logs: cluster.commit_logs(),
     }
 }
 
@@ -474,5 +478,6 @@ pub async fn leader_job(
         history,
         findings,
         faults_not_fired,
+        commit_logs: cluster.commit_logs(),
     }
 }

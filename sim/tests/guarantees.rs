@@ -5,10 +5,14 @@
 //! answered with an older view than it has seen: "single system image" must catch it within the seeds stated, and the unchanged
 //! servers keep every guarantee on the same seeds. Second, servers that answer a write with its
 //! epoch's first zxid instead of its transaction's: "one transaction per zxid" must catch two
-//! writes acknowledged with one zxid.
+//! writes acknowledged with one zxid. Third, servers that label a read with the newest zxid
+//! they have heard of rather than the one they applied: "sequentially consistent reads" must
+//! catch a read whose answer is older than its zxid says.
 #![cfg(madsim)]
 
-use zkh_model::guarantees::{judge, ONE_TRANSACTION_PER_ZXID, SINGLE_SYSTEM_IMAGE};
+use zkh_model::guarantees::{
+    judge, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS, SINGLE_SYSTEM_IMAGE,
+};
 use zkh_model::properties::Class;
 use zkh_recipes::lock::LockVariant;
 use zkh_sim::fault::{Fault, FaultPlan, RandomFaults, ScriptedFault, ServerRef};
@@ -47,7 +51,7 @@ fn broken(seed: u64, defects: ServerDefects) -> Option<String> {
     let outcome = run_seed(seed, 600, move |s| {
         workload::stock(s, LockVariant::Correct, config, plan())
     });
-    judge(&outcome.history)
+    judge(&outcome.history, &outcome.commit_logs)
         .into_iter()
         .find(|f| f.class == Class::Always && !f.holds)
         .map(|f| format!("{}: {}", f.property, f.detail))
@@ -84,4 +88,20 @@ fn writes_acknowledged_with_the_epochs_first_zxid_break_one_transaction_per_zxid
         broken_guarantee.starts_with(ONE_TRANSACTION_PER_ZXID),
         "{broken_guarantee}"
     );
+}
+
+#[test]
+fn reads_labelled_with_a_zxid_not_yet_applied_break_sequentially_consistent_reads() {
+    let defect = ServerDefects {
+        stamp_reads_with_heard_zxid: true,
+        ..ServerDefects::default()
+    };
+    let caught = (0..WITHIN_SEEDS).find_map(|seed| broken(seed, defect).map(|b| (seed, b)));
+    let (seed, broken_guarantee) = caught.expect("the control is caught within its seeds");
+    println!("caught at seed {seed}: {broken_guarantee}");
+    assert!(
+        broken_guarantee.starts_with(SEQUENTIALLY_CONSISTENT_READS),
+        "{broken_guarantee}"
+    );
+    assert_eq!(seed, 0, "caught on the first seed today");
 }

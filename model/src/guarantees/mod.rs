@@ -10,9 +10,10 @@
 //! | guarantee | class | source | the check |
 //! | --- | --- | --- | --- |
 //! | [`ONE_LEADER_PER_EPOCH`] | always | Zab (Junqueira, Reed, Serafini, DSN 2011): one established leader per epoch | no two servers record "leading epoch N" for one N (counted apart after the ensemble's data is lost) |
-//! | [`ONE_TRANSACTION_PER_ZXID`] | always | ZooKeeper internals: "every change has a unique zxid" | no two acknowledged writes carry one zxid |
+//! | [`ONE_TRANSACTION_PER_ZXID`] | always | ZooKeeper internals: "every change has a unique zxid"; Zab's agreement | no two acknowledged writes carry one zxid, and no two servers' commit logs hold different transactions at one zxid |
 //! | [`LINEARIZABLE_WRITES`] | always | Programmer's Guide, "ZooKeeper guarantees"; ZooKeeper paper (Hunt et al., ATC 2010) 2.3 | a write acknowledged before another was issued has the smaller zxid |
 //! | [`SINGLE_SYSTEM_IMAGE`] | always | Programmer's Guide, "Consistency Guarantees": a client sees the same view whatever server it connects to, never an older one | within a session, a reply never carries a zxid below one the session had already been answered with before it issued the request |
+//! | [`SEQUENTIALLY_CONSISTENT_READS`] | always | Programmer's Guide, "ZooKeeper guarantees" (sequential consistency); ZooKeeper paper 2.3 (reads served from the local replica) | each answered read equals the tree after the servers' agreed transactions up to its zxid (`reads`, from the commit logs) |
 //! | [`SEQUENTIAL_SUFFIXES`] | always | Programmer's Guide, "Sequence Nodes": a counter unique to the parent | the suffixes created under one parent are unique, and grow with the zxid |
 //!
 //! Each is judged on what a client saw, so it is sound on any history: an operation whose
@@ -25,19 +26,24 @@
 //! session reconnected and went on, the case single system image is about) and
 //! [`LEADER_CHANGED_UNDER_A_WRITE`] (a server took the lead while a write was in flight).
 //!
-//! Not judged yet (they need what the history does not record: each server's commit log, the
-//! server a connection reached, replies in arrival order rather than in the order the recipe
-//! took them, a final read of every path after the heal): reads equal to the tree at their
-//! zxid, durability, atomicity of a multi, watch order and one-shot firing, expiry being
-//! terminal, sync.
+//! The servers' commit logs ([`CommitLogs`], recorded by the simulator beside the history, not
+//! in it) give the order the ensemble agreed on; the checks that need them say "not judged"
+//! where there are none (a history from elsewhere) or the data was lost.
+//!
+//! Not judged yet (they need what is not recorded: the server a connection reached, replies in
+//! arrival order rather than in the order the recipe took them, a final read of every path
+//! after the heal): durability, atomicity of a multi, watch order and one-shot firing, expiry
+//! being terminal, sync.
 
 mod ops;
 mod order;
+mod reads;
 
 use crate::history::{Entries, HistoryEvent};
 use crate::properties::{Class, Finding};
 
 pub use ops::{operations, Operation};
+pub use reads::{CommitLogs, Committed};
 
 /// No two servers lead one epoch.
 pub const ONE_LEADER_PER_EPOCH: &str = "one leader per epoch";
@@ -47,6 +53,8 @@ pub const ONE_TRANSACTION_PER_ZXID: &str = "one transaction per zxid";
 pub const LINEARIZABLE_WRITES: &str = "linearizable writes";
 /// A session never sees an older view than one it has seen.
 pub const SINGLE_SYSTEM_IMAGE: &str = "single system image";
+/// Each read equals the tree after the agreed transactions up to its zxid.
+pub const SEQUENTIALLY_CONSISTENT_READS: &str = "sequentially consistent reads";
 /// Sequential suffixes are unique under their parent and grow with the zxid.
 pub const SEQUENTIAL_SUFFIXES: &str = "sequential suffixes unique";
 /// Sometimes: a session reconnected and went on.
@@ -55,11 +63,12 @@ pub const SESSION_RESUMED: &str = "a session resumed on a new connection";
 pub const LEADER_CHANGED_UNDER_A_WRITE: &str = "a leader changed under a write";
 
 /// Every guarantee judged, then its `sometimes` companions, in report order.
-pub const GUARANTEES: [&str; 7] = [
+pub const GUARANTEES: [&str; 8] = [
     ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID,
     LINEARIZABLE_WRITES,
     SINGLE_SYSTEM_IMAGE,
+    SEQUENTIALLY_CONSISTENT_READS,
     SEQUENTIAL_SUFFIXES,
     SESSION_RESUMED,
     LEADER_CHANGED_UNDER_A_WRITE,
@@ -70,14 +79,18 @@ pub fn is_guarantee(property: &str) -> bool {
     GUARANTEES.contains(&property)
 }
 
-/// Judges every guarantee on `history`: one finding each, in [`GUARANTEES`]' order.
-pub fn judge(history: &impl Entries) -> Vec<Finding> {
+/// Judges every guarantee on `history`, with the servers' commit logs `logs` where they were
+/// recorded (empty where not: the guarantees that need them say they were not judged): one
+/// finding each, in [`GUARANTEES`]' order.
+pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
     let ops = operations(history);
+    let clients_zxids = order::one_transaction_per_zxid(history, &ops);
     vec![
         order::one_leader_per_epoch(history),
-        order::one_transaction_per_zxid(history, &ops),
+        reads::servers_agree(history, logs, clients_zxids),
         order::linearizable_writes(history, &ops),
         order::single_system_image(history, &ops),
+        reads::sequentially_consistent_reads(history, &ops, logs),
         order::sequential_suffixes(history, &ops),
         session_resumed(history),
         order::leader_changed_under_a_write(history, &ops),
@@ -89,7 +102,8 @@ pub fn explanation(name: &str) -> &'static str {
     match name {
         ONE_LEADER_PER_EPOCH => "ZooKeeper (Zab): at most one server leads each epoch.",
         ONE_TRANSACTION_PER_ZXID => {
-            "ZooKeeper: every change has its own zxid; no two acknowledged writes share one."
+            "ZooKeeper: every change has its own zxid; no two acknowledged writes share one, \
+             and no two servers apply different transactions as one."
         }
         LINEARIZABLE_WRITES => {
             "ZooKeeper: writes are linearizable; a write acknowledged before another was issued \
@@ -98,6 +112,10 @@ pub fn explanation(name: &str) -> &'static str {
         SINGLE_SYSTEM_IMAGE => {
             "ZooKeeper: a session never sees an older view of the tree than one it has seen, \
              whatever server it reconnects to."
+        }
+        SEQUENTIALLY_CONSISTENT_READS => {
+            "ZooKeeper: reads are sequentially consistent; each read equals the tree after \
+             every transaction up to the zxid its server had applied (a stale read is allowed)."
         }
         SEQUENTIAL_SUFFIXES => {
             "ZooKeeper: a sequential node's suffix comes from a counter of its parent: unique, \

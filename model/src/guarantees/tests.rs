@@ -6,6 +6,7 @@ use zkh_recipes::{CreateMode, Request, Response, SessionEvent, SessionId};
 use super::*;
 use crate::history::{History, HistoryEvent, OpOutcome};
 use crate::request::Reply;
+use crate::zookeeper::ZkModel;
 
 /// A history built call by call, one microsecond apart.
 #[derive(Default)]
@@ -51,7 +52,7 @@ impl Build {
     }
 
     fn judged(&self, property: &str) -> Finding {
-        judge(&self.history)
+        judge(&self.history, &CommitLogs::new())
             .into_iter()
             .find(|f| f.property == property)
             .expect("judged")
@@ -117,7 +118,7 @@ fn an_orderly_history_keeps_every_guarantee_and_reaches_its_companions() {
     });
     let d = b.invoke(0, 10, sequential("/q"));
     b.answer(0, d, created("/q", 1), 9);
-    for finding in judge(&b.history) {
+    for finding in judge(&b.history, &CommitLogs::new()) {
         assert!(finding.holds, "{finding:?}");
     }
 }
@@ -225,4 +226,105 @@ fn the_companions_are_unreached_on_a_quiet_history() {
     b.answer(0, w, Response::SetData(stat()), 5);
     assert!(!b.judged(SESSION_RESUMED).holds);
     assert!(!b.judged(LEADER_CHANGED_UNDER_A_WRITE).holds);
+}
+
+/// A session and a create of `/a`, applied by a model as a server would: the commit log, the
+/// session, and the zxids of the open and the create.
+fn one_create() -> (CommitLogs, SessionId, i64, i64, ZkModel) {
+    let mut zk = ZkModel::new();
+    zk.begin_epoch(1);
+    let session = zk.open_session();
+    let opened = zk.last_zxid();
+    let create = Request::Create {
+        path: "/a".to_owned(),
+        data: b"x".to_vec(),
+        mode: CreateMode::Persistent,
+    };
+    zk.apply(session, &create);
+    let created = zk.last_zxid();
+    let log = vec![
+        (opened, Committed::OpenSession(session)),
+        (
+            created,
+            Committed::Write {
+                session,
+                request: create,
+            },
+        ),
+    ];
+    (
+        vec![log.clone(), log[..1].to_vec()],
+        session,
+        opened,
+        created,
+        zk,
+    )
+}
+
+#[test]
+fn reads_are_judged_against_the_servers_agreed_order() {
+    let (logs, session, opened, created, mut zk) = one_create();
+    let Reply::Ok(data) = zk.apply(session, &get("/a")).reply else {
+        panic!("the node is there");
+    };
+    let judged = |b: &Build, logs: &CommitLogs| {
+        judge(&b.history, logs)
+            .into_iter()
+            .find(|f| f.property == SEQUENTIALLY_CONSISTENT_READS)
+            .expect("judged")
+    };
+    // The data at the create's zxid: as the agreed order has it.
+    let mut b = Build::default();
+    let r = b.invoke(0, session.0, get("/a"));
+    b.answer(0, r, data.clone(), created);
+    let good = judged(&b, &logs);
+    assert!(good.holds, "{good:?}");
+    assert!(good.detail.contains("1 answered reads"), "{}", good.detail);
+    // The same answer labelled with the open's zxid: the node did not exist yet.
+    let mut bad = Build::default();
+    let r = bad.invoke(0, session.0, get("/a"));
+    bad.answer(0, r, data, opened);
+    let found = judged(&bad, &logs);
+    assert!(!found.holds);
+    assert!(
+        found.detail.contains("was answered ok data \"x\"")
+            && found.detail.contains("answers error NoNode"),
+        "{}",
+        found.detail
+    );
+    // Without logs, or after a data loss, it is not judged.
+    assert!(judged(&bad, &CommitLogs::new())
+        .detail
+        .contains("not judged"));
+    bad.push(HistoryEvent::Fault {
+        description: "DataLoss".to_owned(),
+    });
+    let lost = judged(&bad, &logs);
+    assert!(
+        lost.holds && lost.detail.contains("data was lost"),
+        "{lost:?}"
+    );
+}
+
+#[test]
+fn two_servers_applying_different_transactions_as_one_zxid_break_one_transaction_per_zxid() {
+    let (mut logs, session, opened, ..) = one_create();
+    let b = Build::default();
+    let agreed = judge(&b.history, &logs);
+    assert!(agreed
+        .iter()
+        .all(|f| f.holds || f.class == Class::Sometimes));
+    logs[1][0] = (opened, Committed::CloseSession(session));
+    let found = judge(&b.history, &logs)
+        .into_iter()
+        .find(|f| f.property == ONE_TRANSACTION_PER_ZXID)
+        .expect("judged");
+    assert!(!found.holds);
+    assert!(
+        found
+            .detail
+            .contains("servers 0 and 1 applied different transactions as zxid"),
+        "{}",
+        found.detail
+    );
 }

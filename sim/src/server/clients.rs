@@ -107,10 +107,17 @@ impl Server {
                         origin: Some(origin),
                     });
                 } else {
-                    let (applied, zxid) = {
+                    let (applied, mut zxid) = {
                         let mut disk = lock(&self.shared.disk);
                         (disk.model.apply(session, &request), disk.model.last_zxid())
                     };
+                    if self.config.defects.stamp_reads_with_heard_zxid {
+                        let heard = self
+                            .pending
+                            .keys()
+                            .chain(self.apply_queue.iter().map(|q| &q.1));
+                        zxid = heard.copied().fold(zxid, i64::max);
+                    }
                     self.send_client(
                         client,
                         conn,

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use zkh_model::guarantees::Committed;
 use zkh_model::{Notification, Reply, Response};
 
 use crate::clock::{now, Instant};
@@ -115,6 +116,7 @@ impl Server {
                     disk.session_timeouts.insert(session, timeout_ms);
                     session
                 };
+                self.log_applied(zxid, Committed::OpenSession(session));
                 self.check_zxid(zxid);
                 if let Role::Leading(leader) = &mut self.role {
                     let deadline = now() + Duration::from_millis(timeout_ms);
@@ -135,6 +137,7 @@ impl Server {
                 }
             }
             TxnKind::CloseSession { session, expired } => {
+                self.log_applied(zxid, Committed::CloseSession(session));
                 let fired = {
                     let mut disk = lock(&self.shared.disk);
                     disk.session_timeouts.remove(&session);
@@ -164,6 +167,11 @@ impl Server {
                 }
             }
             TxnKind::Write { session, request } => {
+                let committed = Committed::Write {
+                    session,
+                    request: request.clone(),
+                };
+                self.log_applied(zxid, committed);
                 let applied = {
                     let mut disk = lock(&self.shared.disk);
                     let applied = disk.model.apply(session, &request);
@@ -186,6 +194,11 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// Adds `txn`, applied as `zxid`, to this server's commit log.
+    fn log_applied(&self, zxid: i64, txn: Committed) {
+        lock(&self.shared.applied).push((zxid, txn));
     }
 
     fn check_zxid(&self, zxid: i64) {

@@ -65,6 +65,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::clock::{now, Alarm, Instant};
+use zkh_model::guarantees::Committed;
 use zkh_model::{History, HistoryEvent, Reply, ZkModel};
 use zkh_recipes::SessionId;
 
@@ -110,6 +111,10 @@ pub struct ServerDefects {
     /// transaction's: two acknowledged writes carry one zxid, breaking one transaction per
     /// zxid.
     pub epoch_zxid_in_write_replies: bool,
+    /// Label a read's reply with the newest zxid this server has heard of (logged, or
+    /// committed and waiting to be applied) instead of the one it has applied: the answer
+    /// comes from an older tree than its zxid says, breaking sequentially consistent reads.
+    pub stamp_reads_with_heard_zxid: bool,
 }
 
 impl ServerConfig {
@@ -153,6 +158,10 @@ pub struct ServerShared {
     pub role: Mutex<RoleSummary>,
     /// Sessions the leader must expire at its next heartbeat (the expire-session fault).
     pub expire_now: Mutex<Vec<SessionId>>,
+    /// Every transaction this server applied, in order, with its zxid: the commit log the
+    /// guarantee checker merges across servers (`zkh_model::guarantees::CommitLogs`). Kept
+    /// beside the history, not in it, so that no trace hash depends on it.
+    pub applied: Mutex<Vec<(i64, Committed)>>,
 }
 
 impl Default for ServerShared {
@@ -162,6 +171,7 @@ impl Default for ServerShared {
             apply_delay_ms: Mutex::new(0),
             role: Mutex::new(RoleSummary::Down),
             expire_now: Mutex::new(Vec::new()),
+            applied: Mutex::new(Vec::new()),
         }
     }
 }

@@ -1,0 +1,257 @@
+//! The guarantees that need the servers' own record: what each server applied, in order
+//! (its *commit log*), beside what the clients saw.
+//!
+//! - **One transaction per zxid**, on the servers' side: no two servers applied different
+//!   transactions as one zxid (Zab's agreement; the clients' side, two acknowledged writes
+//!   with one zxid, is judged in `order`).
+//! - **Sequentially consistent reads**: each read a server answered equals the tree after
+//!   every transaction up to the zxid its reply carried, the zxid the server had applied
+//!   (Programmer's Guide, "ZooKeeper guarantees": sequential consistency; ZooKeeper paper,
+//!   Hunt et al., ATC 2010, 2.3: reads are served from the server's local replica). The
+//!   commit logs of every server merged by zxid are the one order the ensemble agreed on; a
+//!   fresh tree replays it, and every read is answered again against the replay at its zxid. A
+//!   stale read is fine (its zxid is old, and so is the replay it is held against); a read whose
+//!   answer no prefix of the agreed order gives, or one labelled with a zxid its server had not
+//!   applied, is not.
+//!
+//! Not judged where the ensemble's data was lost (a data-loss fault empties every server, and
+//! zxids start again from 0: the logs of the two pieces cannot be merged by zxid), nor where no
+//! commit log was recorded (a history from elsewhere). The replay runs the model's own
+//! transaction code, so it checks that the servers served and agreed, not the tree's semantics
+//! (the model's own tests do that).
+
+use std::collections::BTreeMap;
+
+use zkh_recipes::{Request, SessionId};
+
+use super::ops::Operation;
+use super::{ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS};
+use crate::history::{Entries, HistoryEvent};
+use crate::history_text::{request_text, result_text};
+use crate::properties::{Class, Finding};
+use crate::request::Reply;
+use crate::zookeeper::ZkModel;
+
+/// One transaction as a server applied it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Committed {
+    /// A session opened, with the id the server gave it.
+    OpenSession(SessionId),
+    /// A session closed or expired (a no-op when it was already gone).
+    CloseSession(SessionId),
+    /// A client's write (an error transaction when its session had closed meanwhile).
+    Write {
+        /// The session that asked.
+        session: SessionId,
+        /// The request.
+        request: Request,
+    },
+}
+
+/// What each server applied, in the order it applied it: (zxid, transaction), one list per
+/// server. A server that joined from a snapshot has a gap; the merge by zxid fills it.
+pub type CommitLogs = Vec<Vec<(i64, Committed)>>;
+
+/// Why the logs cannot judge `history`, if they cannot: none recorded, or the data was lost.
+fn not_judged(history: &impl Entries, logs: &CommitLogs) -> Option<&'static str> {
+    let lost = history.each().any(|entry| {
+        matches!(&entry.event, HistoryEvent::Fault { description } if description == "DataLoss")
+    });
+    if lost {
+        Some("not judged: the ensemble's data was lost, and zxids started again")
+    } else if logs.iter().all(Vec::is_empty) {
+        Some("not judged: no server's commit log was recorded")
+    } else {
+        None
+    }
+}
+
+/// The logs merged by zxid, or the first zxid two servers applied differently.
+fn agreed(logs: &CommitLogs) -> Result<BTreeMap<i64, &Committed>, String> {
+    let mut merged: BTreeMap<i64, (usize, &Committed)> = BTreeMap::new();
+    for (server, log) in logs.iter().enumerate() {
+        for (zxid, txn) in log {
+            match merged.get(zxid) {
+                Some((other, theirs)) if *theirs != txn => {
+                    return Err(format!(
+                        "servers {other} and {server} applied different transactions as zxid \
+                         {zxid:#x}: {} and {}",
+                        committed_text(theirs),
+                        committed_text(txn)
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    merged.insert(*zxid, (server, txn));
+                }
+            }
+        }
+    }
+    Ok(merged
+        .into_iter()
+        .map(|(zxid, (_, txn))| (zxid, txn))
+        .collect())
+}
+
+/// A reply in words (`ok children [a, b]`, `error NoNode`).
+fn reply_text(reply: &Reply) -> String {
+    match reply {
+        Reply::Ok(response) => result_text(&Ok(response.clone())),
+        Reply::Error(error) => result_text(&Err(*error)),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A transaction in words.
+fn committed_text(txn: &Committed) -> String {
+    match txn {
+        Committed::OpenSession(session) => format!("open session {:#x}", session.0),
+        Committed::CloseSession(session) => format!("close session {:#x}", session.0),
+        Committed::Write { session, request } => {
+            format!("{} by session {:#x}", request_text(request), session.0)
+        }
+    }
+}
+
+/// One transaction per zxid on the servers' side: `clients` (the clients' side, from `order`)
+/// unless it holds and the servers' logs disagree.
+pub(super) fn servers_agree(
+    history: &impl Entries,
+    logs: &CommitLogs,
+    clients: Finding,
+) -> Finding {
+    if !clients.holds || not_judged(history, logs).is_some() {
+        return clients;
+    }
+    match agreed(logs) {
+        Ok(_) => clients,
+        Err(detail) => Finding::new(
+            ONE_TRANSACTION_PER_ZXID,
+            Class::Always,
+            Some(detail),
+            String::new,
+        ),
+    }
+}
+
+/// Replays the agreed order into a fresh tree, one transaction at a time, checking that each
+/// takes the zxid the servers gave it.
+struct Replay<'a> {
+    model: ZkModel,
+    order: std::iter::Peekable<std::collections::btree_map::IntoIter<i64, &'a Committed>>,
+}
+
+impl Replay<'_> {
+    /// Applies every transaction up to `zxid`; an error names one the replay could not apply
+    /// as the servers did.
+    fn up_to(&mut self, zxid: i64) -> Result<(), String> {
+        while let Some((at, txn)) = self.order.next_if(|(at, _)| *at <= zxid) {
+            let epoch = (at >> 32) as u32;
+            if epoch > (self.model.last_zxid() >> 32) as u32 {
+                self.model.begin_epoch(epoch);
+            }
+            match txn {
+                Committed::OpenSession(session) => {
+                    let opened = self.model.open_session();
+                    if opened != *session {
+                        return Err(format!(
+                            "zxid {at:#x} opened session {:#x} on the servers and {:#x} in the \
+                             agreed order",
+                            session.0, opened.0
+                        ));
+                    }
+                }
+                Committed::CloseSession(session) => {
+                    if self.model.close_session(*session).is_none() {
+                        self.model.apply_noop();
+                    }
+                }
+                Committed::Write { session, request } => {
+                    if self.model.apply(*session, request).zxid.is_none() {
+                        self.model.apply_noop();
+                    }
+                }
+            }
+            if self.model.last_zxid() != at {
+                return Err(format!(
+                    "the agreed order skips a zxid before {at:#x} (the replay reached {:#x})",
+                    self.model.last_zxid()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// **Sequentially consistent reads** (always): see the module docs.
+pub(super) fn sequentially_consistent_reads(
+    history: &impl Entries,
+    ops: &[Operation],
+    logs: &CommitLogs,
+) -> Finding {
+    if let Some(why) = not_judged(history, logs) {
+        return Finding::new(SEQUENTIALLY_CONSISTENT_READS, Class::Always, None, || {
+            why.to_owned()
+        });
+    }
+    let Ok(order) = agreed(logs) else {
+        // "one transaction per zxid" reports it; no order to read against.
+        let why = "not judged: the servers disagree on a zxid";
+        return Finding::new(SEQUENTIALLY_CONSISTENT_READS, Class::Always, None, || {
+            why.to_owned()
+        });
+    };
+    let transactions = order.len();
+    let mut reads: Vec<&Operation> = (ops.iter())
+        .filter(|op| !op.request.is_write() && !matches!(op.request, Request::Sync { .. }))
+        .filter(|op| op.answered.is_some())
+        .collect();
+    reads.sort_by_key(|op| op.answered.as_ref().map(|(at, _, zxid)| (*zxid, *at)));
+    let mut replay = Replay {
+        model: ZkModel::new(),
+        order: order.into_iter().peekable(),
+    };
+    let mut violation = None;
+    for op in &reads {
+        let Some((at, reply, zxid)) = &op.answered else {
+            continue;
+        };
+        if let Err(detail) = replay.up_to(*zxid) {
+            violation = Some((detail, vec![*at]));
+            break;
+        }
+        let expected = replay.model.apply(op.session, &op.request).reply;
+        if expected != *reply {
+            let (got, want) = match (reply_text(reply), reply_text(&expected)) {
+                // The words leave the stat out; where only it differs, show it.
+                (got, want) if got == want => (format!("{reply:?}"), format!("{expected:?}")),
+                words => words,
+            };
+            let detail = format!(
+                "client {} read {} at zxid {zxid:#x} and was answered {got}; the tree after the \
+                 agreed transactions up to that zxid answers {want}",
+                op.client,
+                request_text(&op.request)
+            );
+            violation = Some((detail, vec![op.invoked, *at]));
+            break;
+        }
+    }
+    let summary = || {
+        format!(
+            "{} answered reads, each as the agreed order of {transactions} transactions had \
+             the tree at its zxid",
+            reads.len()
+        )
+    };
+    match violation {
+        Some((detail, evidence)) => Finding::new(
+            SEQUENTIALLY_CONSISTENT_READS,
+            Class::Always,
+            Some(detail),
+            summary,
+        )
+        .with_evidence(history, evidence),
+        None => Finding::new(SEQUENTIALLY_CONSISTENT_READS, Class::Always, None, summary),
+    }
+}
