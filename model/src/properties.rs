@@ -64,8 +64,9 @@ pub struct Finding {
 
 impl Finding {
     /// A failing finding explained by its violation, or a passing one by its summary (unless
-    /// judged [`without_summaries`]).
-    pub(crate) fn new(
+    /// judged [`without_summaries`]). Public, so that a user's own property reports as the
+    /// built-in ones do.
+    pub fn new(
         property: &'static str,
         class: Class,
         violation: Option<String>,
@@ -97,11 +98,7 @@ impl Finding {
 
     /// This finding with the evidence of its violation (`entries`: places in `history`, in
     /// any order), timed by the last of them. A finding that holds stays as it is.
-    pub(crate) fn with_evidence(
-        mut self,
-        history: &impl Entries,
-        mut entries: Vec<usize>,
-    ) -> Finding {
+    pub fn with_evidence(mut self, history: &impl Entries, mut entries: Vec<usize>) -> Finding {
         if self.holds {
             return self;
         }

@@ -222,6 +222,7 @@ macro_rules! any_model {
     };
 }
 
+pub mod custom;
 pub mod export;
 pub mod known_bad;
 pub mod logging;

@@ -18,6 +18,8 @@ pub enum Subsystem {
     Workload,
     /// One client's choice of servers and backoffs.
     Client(u32),
+    /// One client process's application: a user's recipe's own random choices.
+    App(u32),
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -34,6 +36,7 @@ pub fn sub_seed(seed: u64, subsystem: Subsystem) -> u64 {
         Subsystem::Faults => 2,
         Subsystem::Workload => 3,
         Subsystem::Client(id) => 0x1000 + u64::from(id),
+        Subsystem::App(id) => 0x2000 + u64::from(id),
     };
     mix(mix(seed) ^ mix(salt))
 }

@@ -122,7 +122,7 @@ struct Stock {
 pub const INITIAL_STOCK: i64 = 100_000;
 
 /// Appends `event` to the run's history at the simulated time now.
-pub(crate) fn record(history: &Arc<Mutex<History>>, net: &Net, event: HistoryEvent) {
+pub fn record(history: &Arc<Mutex<History>>, net: &Net, event: HistoryEvent) {
     crate::log::record(history, net.now_us(), event);
 }
 
@@ -254,7 +254,7 @@ pub async fn stock(
 
 /// The ensemble of `servers` servers with `defects` (none but in tests), otherwise as
 /// configured by default.
-pub(crate) fn ensemble(servers: u32, defects: ServerDefects) -> ClusterConfig {
+pub fn ensemble(servers: u32, defects: ServerDefects) -> ClusterConfig {
     ClusterConfig {
         servers,
         defects,

@@ -53,7 +53,11 @@ mod resolve;
 use serde::{Deserialize, Serialize};
 use zkh_sim::fault::FaultPlan;
 
+#[cfg(madsim)]
+pub(crate) use parse::{deserialize_checked, read};
 pub use parse::{load, parse, Loaded, ScenarioError};
+#[cfg(madsim)]
+pub(crate) use resolve::{check, check_ensemble, check_faults};
 pub use resolve::{judged_properties, Resolved, SimRecipe};
 
 /// A scenario file as written.

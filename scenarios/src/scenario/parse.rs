@@ -54,8 +54,8 @@ pub struct Loaded {
     pub resolved: Resolved,
 }
 
-/// Reads and checks the scenario at `path`. Its name is the file's stem.
-pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
+/// Reads the file at `path` as text: how to show it, its name (the stem), and the text.
+pub(crate) fn read(path: &Path) -> Result<(String, String, String), ScenarioError> {
     let shown = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|error| ScenarioError {
         file: shown.clone(),
@@ -80,6 +80,12 @@ pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
         || "scenario".to_owned(),
         |s| s.to_string_lossy().into_owned(),
     );
+    Ok((shown, name, text))
+}
+
+/// Reads and checks the scenario at `path`. Its name is the file's stem.
+pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
+    let (shown, name, text) = read(path)?;
     let (file, resolved) = parse(&shown, &name, &text)?;
     Ok(Loaded {
         text,
@@ -88,12 +94,13 @@ pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
     })
 }
 
-/// Parses and checks scenario `text`, named `name`; errors name `shown` as the file.
-pub fn parse(
+/// Reads `text` as a `T`, its errors located in `shown` (file, line, column, field); and, once
+/// read, `check` on it, whose problem (a field's dotted path and a message) is located too.
+pub(crate) fn deserialize_checked<T: serde::de::DeserializeOwned, R>(
     shown: &str,
-    name: &str,
     text: &str,
-) -> Result<(ScenarioFile, Resolved), ScenarioError> {
+    check: impl FnOnce(&T) -> Result<R, Problem>,
+) -> Result<(T, R), ScenarioError> {
     let error_at = |span: Option<Range<usize>>, field: Option<String>, message: String| {
         let (line, column) = span.map_or((1, 1), |span| line_column(text, span.start));
         ScenarioError {
@@ -106,17 +113,26 @@ pub fn parse(
     };
     let deserializer = toml::Deserializer::parse(text)
         .map_err(|error| error_at(error.span(), None, error.message().trim().to_owned()))?;
-    let file: ScenarioFile = serde_path_to_error::deserialize(deserializer).map_err(|error| {
+    let file: T = serde_path_to_error::deserialize(deserializer).map_err(|error| {
         let field = field_path(&error.path().to_string());
         let inner = error.inner();
         let span = inner.span().or_else(|| locate(text, field.as_deref()?));
         let message = explain(field.as_deref(), inner.message());
         error_at(span, field, message)
     })?;
-    let resolved = resolve(name, &file).map_err(|(field, message): Problem| {
+    let checked = check(&file).map_err(|(field, message): Problem| {
         error_at(locate(text, &field), Some(field), message)
     })?;
-    Ok((file, resolved))
+    Ok((file, checked))
+}
+
+/// Parses and checks scenario `text`, named `name`; errors name `shown` as the file.
+pub fn parse(
+    shown: &str,
+    name: &str,
+    text: &str,
+) -> Result<(ScenarioFile, Resolved), ScenarioError> {
+    deserialize_checked(shown, text, |file: &ScenarioFile| resolve(name, file))
 }
 
 /// `serde_path_to_error`'s path (`?` when empty) as a field path, or none at the top.

@@ -8,7 +8,7 @@ use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
 use zkh_recipes::master::MasterVariant;
-use zkh_sim::fault::{Fault, NodeRef, ServerRef};
+use zkh_sim::fault::{Fault, FaultPlan, NodeRef, ServerRef};
 
 use super::{RecipeName, ScenarioFile};
 
@@ -100,7 +100,7 @@ pub struct Resolved {
 }
 
 /// A problem with a field: its dotted path and what is wrong.
-pub(super) type Problem = (String, String);
+pub(crate) type Problem = (String, String);
 
 fn variant<T: for<'de> Deserialize<'de>>(name: &str, known: &str) -> Result<T, Problem> {
     serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
@@ -162,7 +162,11 @@ fn sim_recipe(recipe: RecipeName, name: &str) -> Result<SimRecipe, Problem> {
     })
 }
 
-fn check(ok: bool, path: impl Into<String>, message: impl Into<String>) -> Result<(), Problem> {
+pub(crate) fn check(
+    ok: bool,
+    path: impl Into<String>,
+    message: impl Into<String>,
+) -> Result<(), Problem> {
     if ok {
         Ok(())
     } else {
@@ -170,28 +174,37 @@ fn check(ok: bool, path: impl Into<String>, message: impl Into<String>) -> Resul
     }
 }
 
+/// Checks a workload's ensemble: 1, 3 or 5 servers, 1 to 16 clients, a session timeout the
+/// servers grant.
+pub(crate) fn check_ensemble(
+    servers: u32,
+    clients: u32,
+    session_timeout_ms: u64,
+) -> Result<(), Problem> {
+    check(
+        matches!(servers, 1 | 3 | 5),
+        "workload.servers",
+        format!("expected 1, 3 or 5 servers, found {servers}"),
+    )?;
+    check(
+        (1..=16).contains(&clients),
+        "workload.clients",
+        format!("expected 1 to 16 clients, found {clients}"),
+    )?;
+    check(
+        (1000..=40_000).contains(&session_timeout_ms),
+        "workload.session_timeout_ms",
+        format!(
+            "expected 1000 to 40000 ms (the servers' minSessionTimeout and maxSessionTimeout), found {session_timeout_ms}"
+        ),
+    )
+}
+
 /// Resolves `file`, named `name`.
 pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Problem> {
     let w = &file.workload;
     sim_recipe(w.recipe, &w.variant)?;
-    check(
-        matches!(w.servers, 1 | 3 | 5),
-        "workload.servers",
-        format!("expected 1, 3 or 5 servers, found {}", w.servers),
-    )?;
-    check(
-        (1..=16).contains(&w.clients),
-        "workload.clients",
-        format!("expected 1 to 16 clients, found {}", w.clients),
-    )?;
-    check(
-        (1000..=40_000).contains(&w.session_timeout_ms),
-        "workload.session_timeout_ms",
-        format!(
-            "expected 1000 to 40000 ms (the servers' minSessionTimeout and maxSessionTimeout), found {}",
-            w.session_timeout_ms
-        ),
-    )?;
+    check_ensemble(w.servers, w.clients, w.session_timeout_ms)?;
     let is_job = w.recipe == RecipeName::Job;
     let is_leader = matches!(
         w.recipe,
@@ -261,7 +274,7 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         "phases.leader_within_ms",
         format!("expected at most the liveness phase ({liveness_ms} ms), found {leader_within_ms}"),
     )?;
-    check_faults(file, w.clients, w.servers, fault_ms)?;
+    check_faults(&file.faults, w.clients, w.servers, fault_ms)?;
     let judged = judged_properties(w.recipe);
     let known = |name: &str, path: String| {
         check(
@@ -333,13 +346,12 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
     })
 }
 
-fn check_faults(
-    file: &ScenarioFile,
+pub(crate) fn check_faults(
+    plan: &FaultPlan,
     clients: u32,
     servers: u32,
     fault_ms: u64,
 ) -> Result<(), Problem> {
-    let plan = &file.faults;
     for (index, scripted) in plan.scripted.iter().enumerate() {
         let at = format!("faults.scripted[{index}]");
         check(

@@ -1,0 +1,168 @@
+//! The simulator's generic host of a user's recipe: one seed of one scenario, as the built-in
+//! workloads run theirs. It starts the ensemble, connects each client process and spawns the
+//! recipe's [`SimRecipe::client`] on it, runs the fault phase, heals, runs the liveness phase,
+//! and judges the recipe's properties and ZooKeeper's guarantees on the history.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use zkh_model::properties::{sometimes, Class, Finding};
+use zkh_model::History;
+use zkh_sim::cluster::Cluster;
+use zkh_sim::run::try_run_seed;
+use zkh_sim::seed::{sub_rng, Subsystem};
+use zkh_sim::server::ServerDefects;
+use zkh_sim::workload::ensemble;
+
+use super::{ClientCtx, CustomScenario, SimRecipe};
+use crate::report::Outcome;
+use crate::runner::TIME_LIMIT_S;
+
+/// What one seed of a user recipe's scenario gave.
+#[derive(Clone, Debug)]
+pub struct CustomRun {
+    /// The seed.
+    pub seed: u64,
+    /// How it ended: the first broken guarantee, else the first violated `always` property,
+    /// else the first `eventually` one, else planned faults that never fired, else a pass.
+    pub outcome: Outcome,
+    /// The recipe's properties (and a `sometimes` check that a reply was lost).
+    pub findings: Vec<Finding>,
+    /// ZooKeeper's guarantees.
+    pub guarantees: Vec<Finding>,
+    /// The history (empty after a crash).
+    pub history: History,
+    /// The history's stable hash.
+    pub trace: u64,
+}
+
+/// What a run hands back from its simulated world.
+struct Ran {
+    history: History,
+    findings: Vec<Finding>,
+    guarantees: Vec<Finding>,
+    faults_not_fired: Vec<String>,
+}
+
+/// The recipe's run of `seed` under the scenario's faults.
+async fn host<R: SimRecipe>(
+    seed: u64,
+    variant: &'static str,
+    config: R::Config,
+    shape: Shape,
+) -> Ran {
+    let mut cluster = Cluster::start(seed, ensemble(shape.servers, ServerDefects::default())).await;
+    cluster.arm_triggers(&shape.faults.triggered);
+    for id in 0..shape.clients {
+        let client = cluster
+            .add_client(id, shape.session_timeout_ms, true)
+            .await
+            .expect("a client connects to a healthy ensemble");
+        let ctx = ClientCtx::new(
+            id,
+            Arc::new(client),
+            sub_rng(seed, Subsystem::App(id)),
+            cluster.history_handle(),
+            Arc::clone(cluster.net()),
+        );
+        cluster.spawn_on_client(id, R::client(variant, &config, ctx));
+    }
+    cluster.run_faults(&shape.faults, shape.fault_ms).await;
+    cluster.heal();
+    zkh_sim::clock::sleep(Duration::from_millis(shape.liveness_ms)).await;
+    let history = cluster.history();
+    let mut findings: Vec<Finding> = (R::properties(&config).iter())
+        .map(|property| property.judge(&history))
+        .collect();
+    findings.push(sometimes::reply_lost(&history));
+    let guarantees = zkh_model::guarantees::judge(&history, &cluster.commit_logs());
+    Ran {
+        history,
+        findings,
+        guarantees,
+        faults_not_fired: cluster.planned_faults_not_fired().to_vec(),
+    }
+}
+
+/// The parts of a scenario the simulated world needs (owned, sent to the seed's thread).
+#[derive(Clone)]
+struct Shape {
+    servers: u32,
+    clients: u32,
+    session_timeout_ms: u64,
+    fault_ms: u64,
+    liveness_ms: u64,
+    faults: zkh_sim::fault::FaultPlan,
+}
+
+/// Runs `scenario` for `seed` with `variant` (a crash of the harness is an outcome, not a
+/// panic).
+pub fn run_one<R: SimRecipe>(
+    scenario: &CustomScenario<R>,
+    variant: &'static str,
+    seed: u64,
+) -> CustomRun {
+    let shape = Shape {
+        servers: scenario.servers,
+        clients: scenario.clients,
+        session_timeout_ms: scenario.session_timeout_ms,
+        fault_ms: scenario.fault_ms,
+        liveness_ms: scenario.liveness_ms,
+        faults: scenario.faults.clone(),
+    };
+    let config = scenario.config.clone();
+    let ran = try_run_seed(seed, TIME_LIMIT_S, move |seed| {
+        host::<R>(seed, variant, config, shape)
+    });
+    match ran {
+        Ok(ran) => judge(seed, ran),
+        Err(message) => CustomRun {
+            seed,
+            outcome: Outcome::Crash { message },
+            findings: Vec::new(),
+            guarantees: Vec::new(),
+            history: History::new(),
+            trace: 0,
+        },
+    }
+}
+
+/// The outcome of a run, in the order the built-in runner gives it.
+fn judge(seed: u64, ran: Ran) -> CustomRun {
+    let first = |findings: &[Finding], class: Class| {
+        findings
+            .iter()
+            .find(|f| f.class == class && !f.holds)
+            .cloned()
+    };
+    let outcome = if let Some(f) = first(&ran.guarantees, Class::Always) {
+        Outcome::Violation {
+            property: f.property.to_owned(),
+            detail: format!("ZooKeeper's guarantee broken by the ensemble: {}", f.detail),
+        }
+    } else if let Some(f) = first(&ran.findings, Class::Always) {
+        Outcome::Violation {
+            property: f.property.to_owned(),
+            detail: f.detail,
+        }
+    } else if let Some(f) = first(&ran.findings, Class::Eventually) {
+        Outcome::Liveness {
+            property: f.property.to_owned(),
+            detail: f.detail,
+        }
+    } else if !ran.faults_not_fired.is_empty() {
+        Outcome::FaultsNotFired {
+            faults: ran.faults_not_fired,
+        }
+    } else {
+        Outcome::Pass
+    };
+    CustomRun {
+        seed,
+        outcome,
+        trace: ran.history.stable_hash(),
+        findings: ran.findings,
+        guarantees: ran.guarantees,
+        history: ran.history,
+    }
+}

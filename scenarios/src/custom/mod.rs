@@ -1,0 +1,72 @@
+//! Your own recipe under the simulated ensemble: the extension point for a recipe that is not
+//! one of the five built in.
+//!
+//! A recipe written as plain async code against [`ZkClient`](zkh_recipes::ZkClient) implements
+//! [`SimRecipe`]: its name (what scenario files give as `recipe = "..."`), its variants (the
+//! first one correct, the rest positive controls that must be caught), its configuration (read
+//! from the scenario's `[workload.config]` table, with the file, line, column and field of any
+//! mistake), what one client process does ([`SimRecipe::client`]), and the properties judged on
+//! every run's history ([`Property`]: `always`, `eventually` or `sometimes`, each with a name,
+//! an explanation and evidence). The simulated build runs it under a scenario's faults, seed by
+//! seed, from `cargo test` (`sim`, in `custom::test`, simulated build only), and judges ZooKeeper's own guarantees
+//! on each run beside the recipe's properties.
+//!
+//! # Determinism
+//!
+//! A seed must replay exactly, so a recipe's client uses only what its [`ClientCtx`] gives:
+//! simulated time ([`ClientCtx::sleep_ms`], [`ClientCtx::now_ms`]), the seed's own random stream
+//! ([`ClientCtx::rng`]), and the client. No wall clock, no thread spawned outside the
+//! simulation, no `HashMap` iterated into what the recipe does (std's hasher is seeded per
+//! process), no global state shared between runs. The same seed then gives the same history and
+//! the same trace hash, which `cargo test` checks for you on the first seed of every run.
+//!
+//! The API compiles in the normal build too, so that editors and `cargo check` see a recipe as
+//! the simulated build does; only the simulated build runs it (`RUSTFLAGS="--cfg madsim"`).
+//!
+//! # Not yet
+//!
+//! The model checker does not run such a recipe (it needs a sans-IO machine; the five built-ins
+//! have one), nor does the `zkharness` binary name it: today a user recipe runs from
+//! `cargo test` only. The guide is `docs/your-recipe.md`.
+
+mod ctx;
+#[cfg(madsim)]
+mod host;
+mod property;
+#[cfg(madsim)]
+mod scenario;
+#[cfg(madsim)]
+pub mod test;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::de::DeserializeOwned;
+
+pub use ctx::{Client, ClientCtx};
+pub use property::{Property, Violation};
+#[cfg(madsim)]
+pub use scenario::CustomScenario;
+#[cfg(madsim)]
+pub use test::{sim, SimRuns, SimTest};
+
+/// What one client process of a recipe runs: a future the host spawns on the client's node.
+pub type ClientRun = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// A user's recipe, as the simulator runs it (see the module docs).
+pub trait SimRecipe: Send + Sync + 'static {
+    /// The name a scenario file gives as `recipe = "..."`.
+    const NAME: &'static str;
+    /// The variants: the first is the correct recipe, the others positive controls.
+    const VARIANTS: &'static [&'static str];
+    /// The recipe's knobs, read from the scenario's `[workload.config]` table (absent: the
+    /// default). Give it `#[serde(deny_unknown_fields)]` so that a misspelt knob is an error.
+    type Config: DeserializeOwned + Default + Clone + Send + Sync + 'static;
+
+    /// What client process `ctx.id()` runs, for `variant`: it may run for ever (the host stops
+    /// it when the run ends) or return. A crash of the client's process stops it too.
+    fn client(variant: &'static str, config: &Self::Config, ctx: ClientCtx) -> ClientRun;
+
+    /// The properties judged on each run's history.
+    fn properties(config: &Self::Config) -> Vec<Property>;
+}

@@ -1,0 +1,310 @@
+//! Running a user's recipe from `cargo test`: a builder in the style of madsim's, turmoil's
+//! and stateright's test helpers.
+//!
+//! ```ignore
+//! #[test]
+//! fn allocator_keeps_ids_unique() {
+//!     custom::sim::<IdAllocator>("correct")
+//!         .scenario("scenarios/lost-replies.toml")
+//!         .seeds(0..200)
+//!         .run()
+//!         .assert_pass();
+//! }
+//! ```
+//!
+//! What it does, so that a failure is easy to act on:
+//! - the seeds a scenario file pins (`seeds = [...]`: regressions) run first, then the range;
+//!   `ZKH_SEED=N` runs seed N alone;
+//! - the first seed of each scenario runs twice, and the two trace hashes must agree (a recipe
+//!   that reads the wall clock or iterates a `HashMap` fails here, not weeks later);
+//! - each failing seed writes its outcome, findings, guarantees and history as JSON under
+//!   `target/zkh/<recipe>/<scenario>-seed-<N>.json`, and the panic message gives the command
+//!   that reruns that seed alone;
+//! - [`SimRuns::assert_pass`] also fails a pass whose `sometimes` properties never happened on
+//!   any seed of a scenario (an empty pass).
+
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use zkh_model::properties::{Class, Finding};
+
+use super::host::{run_one, CustomRun};
+use super::{CustomScenario, SimRecipe};
+use crate::report::Outcome;
+
+/// A test of recipe `R`'s variant over scenarios and seeds (see the module docs).
+pub struct SimTest<R: SimRecipe> {
+    variant: &'static str,
+    scenarios: Vec<PathBuf>,
+    seeds: Range<u64>,
+    recipe: PhantomData<R>,
+}
+
+/// Starts a test of `R`'s `variant` (one of [`SimRecipe::VARIANTS`]).
+///
+/// # Panics
+/// If `R` has no such variant: the message lists them.
+pub fn sim<R: SimRecipe>(variant: &str) -> SimTest<R> {
+    let variant = R::VARIANTS
+        .iter()
+        .find(|v| **v == variant)
+        .unwrap_or_else(|| {
+            panic!(
+                "{} has no variant \"{variant}\" (known: {})",
+                R::NAME,
+                R::VARIANTS.join(", ")
+            )
+        });
+    SimTest {
+        variant,
+        scenarios: Vec::new(),
+        seeds: 0..100,
+        recipe: PhantomData,
+    }
+}
+
+impl<R: SimRecipe> SimTest<R> {
+    /// Adds the scenario file at `path` (relative paths are the test crate's: cargo runs tests
+    /// in its folder).
+    pub fn scenario(mut self, path: impl AsRef<Path>) -> Self {
+        self.scenarios.push(path.as_ref().to_owned());
+        self
+    }
+
+    /// The seeds to run (default `0..100`), after the ones each file pins.
+    pub fn seeds(mut self, seeds: Range<u64>) -> Self {
+        self.seeds = seeds;
+        self
+    }
+
+    /// Runs every scenario at every seed.
+    ///
+    /// # Panics
+    /// If a scenario file is wrong (the message names the file, line, column and field), or
+    /// names another variant than this test's, or a seed of it does not replay exactly.
+    pub fn run(self) -> SimRuns {
+        let only = std::env::var("ZKH_SEED").ok().map(|seed| {
+            seed.trim()
+                .parse::<u64>()
+                .expect("ZKH_SEED is a seed number")
+        });
+        let mut scenarios = Vec::new();
+        for path in &self.scenarios {
+            let scenario =
+                CustomScenario::<R>::load(path).unwrap_or_else(|error| panic!("{error}"));
+            let seeds: Vec<u64> = match only {
+                Some(seed) => vec![seed],
+                None => (scenario.seeds.iter().copied())
+                    .chain(self.seeds.clone().filter(|s| !scenario.seeds.contains(s)))
+                    .collect(),
+            };
+            let mut runs = Vec::new();
+            for (place, seed) in seeds.into_iter().enumerate() {
+                let run = run_one(&scenario, self.variant, seed);
+                if place == 0 {
+                    let again = run_one(&scenario, self.variant, seed);
+                    assert_eq!(
+                        run.trace, again.trace,
+                        "{} seed {seed} does not replay exactly (trace {:016x}, then {:016x}): \
+                         the recipe uses something besides simulated time and ClientCtx::rng",
+                        scenario.file, run.trace, again.trace
+                    );
+                }
+                runs.push(run);
+            }
+            scenarios.push(Ran {
+                name: scenario.name.clone(),
+                file: scenario.file.clone(),
+                runs,
+            });
+        }
+        SimRuns {
+            recipe: R::NAME,
+            variant: self.variant,
+            scenarios,
+        }
+    }
+}
+
+/// One scenario's runs.
+#[derive(Clone, Debug)]
+struct Ran {
+    name: String,
+    file: String,
+    runs: Vec<CustomRun>,
+}
+
+/// What a [`SimTest`] found: every seed of every scenario.
+#[derive(Clone, Debug)]
+pub struct SimRuns {
+    recipe: &'static str,
+    variant: &'static str,
+    scenarios: Vec<Ran>,
+}
+
+impl SimRuns {
+    /// Every run, with its scenario's name.
+    pub fn runs(&self) -> impl Iterator<Item = (&str, &CustomRun)> {
+        (self.scenarios.iter()).flat_map(|s| s.runs.iter().map(move |run| (s.name.as_str(), run)))
+    }
+
+    /// Requires every seed to pass, and every `sometimes` property of the recipe to have
+    /// happened on some seed of each scenario.
+    ///
+    /// # Panics
+    /// With the first failing seed's outcome, where its report was written, and the command
+    /// that reruns it alone.
+    pub fn assert_pass(&self) {
+        for scenario in &self.scenarios {
+            if let Some(run) = scenario.runs.iter().find(|r| r.outcome != Outcome::Pass) {
+                let written = self.write(scenario, run);
+                panic!(
+                    "{} ({} {}) seed {}: {}\n  report: {}\n  rerun it alone: {}",
+                    scenario.file,
+                    self.recipe,
+                    self.variant,
+                    run.seed,
+                    outcome_text(&run.outcome),
+                    written.display(),
+                    rerun(run.seed)
+                );
+            }
+            let never: Vec<&str> = sometimes_names(&scenario.runs)
+                .into_iter()
+                .filter(|name| {
+                    !scenario
+                        .runs
+                        .iter()
+                        .any(|run| run.findings.iter().any(|f| f.property == *name && f.holds))
+                })
+                .collect();
+            assert!(
+                never.is_empty(),
+                "{}: an empty pass: on no seed did {never:?} happen, so the seeds did not test \
+                 what the properties are about",
+                scenario.file
+            );
+        }
+    }
+
+    /// Requires some seed of each scenario to violate `property` (a positive control).
+    ///
+    /// # Panics
+    /// If a scenario's seeds all passed it, or a seed crashed the harness.
+    pub fn assert_caught(&self, property: &str) {
+        for scenario in &self.scenarios {
+            if let Some(run) =
+                (scenario.runs.iter()).find(|r| matches!(r.outcome, Outcome::Crash { .. }))
+            {
+                panic!(
+                    "{} seed {}: {}",
+                    scenario.file,
+                    run.seed,
+                    outcome_text(&run.outcome)
+                );
+            }
+            let caught = scenario
+                .runs
+                .iter()
+                .any(|run| run.outcome.property() == Some(property));
+            assert!(
+                caught,
+                "{} ({} {}): no seed of {} violated \"{property}\"",
+                scenario.file,
+                self.recipe,
+                self.variant,
+                scenario.runs.len()
+            );
+        }
+    }
+
+    /// Writes `run`'s report under `target/zkh/<recipe>/` and returns its path.
+    fn write(&self, scenario: &Ran, run: &CustomRun) -> PathBuf {
+        let dir = target_dir().join("zkh").join(self.recipe);
+        let path = dir.join(format!("{}-seed-{}.json", scenario.name, run.seed));
+        let findings = |findings: &[Finding]| -> Vec<serde_json::Value> {
+            (findings.iter())
+                .map(|f| {
+                    serde_json::json!({
+                        "property": f.property,
+                        "class": class_name(f.class),
+                        "holds": f.holds,
+                        "detail": f.detail,
+                        "evidence": f.evidence,
+                    })
+                })
+                .collect()
+        };
+        let report = serde_json::json!({
+            "recipe": self.recipe,
+            "variant": self.variant,
+            "scenario": scenario.file,
+            "seed": run.seed,
+            "outcome": run.outcome,
+            "trace": format!("{:016x}", run.trace),
+            "findings": findings(&run.findings),
+            "guarantees": findings(&run.guarantees),
+            "history": run.history,
+            "rerun": rerun(run.seed),
+        });
+        let text = serde_json::to_string_pretty(&report).expect("a report serializes");
+        match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, text)) {
+            Ok(()) => path,
+            Err(error) => PathBuf::from(format!("(not written: {error})")),
+        }
+    }
+}
+
+/// The names of the `sometimes` properties the runs judged.
+fn sometimes_names(runs: &[CustomRun]) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = (runs.iter())
+        .flat_map(|run| run.findings.iter())
+        .filter(|f| f.class == Class::Sometimes && f.property != "a reply was lost")
+        .map(|f| f.property)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+fn class_name(class: Class) -> &'static str {
+    match class {
+        Class::Always => "always",
+        Class::Eventually => "eventually",
+        Class::Sometimes => "sometimes",
+    }
+}
+
+fn outcome_text(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Pass => "pass".to_owned(),
+        Outcome::Violation { property, detail } => format!("VIOLATED {property}: {detail}"),
+        Outcome::Liveness { property, detail } => format!("liveness {property}: {detail}"),
+        Outcome::FaultsNotFired { faults } => format!("planned faults never fired: {faults:?}"),
+        Outcome::Crash { message } => format!("the harness crashed: {message}"),
+    }
+}
+
+/// The command that reruns `seed` of the test running now (its thread is named after it).
+fn rerun(seed: u64) -> String {
+    let test = std::thread::current()
+        .name()
+        .filter(|name| *name != "main")
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let package = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| "YOUR_CRATE".to_owned());
+    format!("ZKH_SEED={seed} RUSTFLAGS=\"--cfg madsim\" cargo test -p {package} -- --exact {test}")
+}
+
+/// The build's `target` folder: `CARGO_TARGET_DIR`, or the one this test binary is in
+/// (`target/<profile>/deps/<binary>`).
+fn target_dir() -> PathBuf {
+    if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.to_owned()))
+        .unwrap_or_else(|| PathBuf::from("target"))
+}
