@@ -208,9 +208,14 @@ impl Cluster {
     /// against beside the history (`zkh_model::guarantees::judge`). Taken, not copied: called
     /// once, when the run is over.
     pub fn commit_logs(&self) -> CommitLogs {
-        (self.servers.iter())
+        let applied = (self.servers.iter())
             .map(|slot| std::mem::take(&mut *lock(&slot.shared.applied)))
-            .collect()
+            .collect();
+        let finals = (1..)
+            .zip(&self.servers)
+            .map(|(id, slot)| (id, lock(&slot.shared.disk).model.clone()))
+            .collect();
+        CommitLogs { applied, finals }
     }
 
     /// Appends to the history (for workloads: role changes, side effects).

@@ -11,7 +11,7 @@
 #![cfg(madsim)]
 
 use zkh_model::guarantees::{
-    judge, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS, SINGLE_SYSTEM_IMAGE,
+    judge, DURABILITY, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS, SINGLE_SYSTEM_IMAGE,
 };
 use zkh_model::properties::Class;
 use zkh_recipes::lock::LockVariant;
@@ -104,4 +104,54 @@ fn reads_labelled_with_a_zxid_not_yet_applied_break_sequentially_consistent_read
         "{broken_guarantee}"
     );
     assert_eq!(seed, 0, "caught on the first seed today");
+}
+
+/// Leader crashes every few seconds under the lock's writes.
+fn leader_crashes() -> FaultPlan {
+    FaultPlan {
+        random: Some(RandomFaults {
+            kill_leader_per_s: 0.5,
+            restart_after_ms: 1000,
+            ..RandomFaults::default()
+        }),
+        ..FaultPlan::default()
+    }
+}
+
+/// The first always-guarantee the run of `seed` under leader crashes breaks, if any.
+fn broken_under_leader_crashes(seed: u64, defects: ServerDefects) -> Option<String> {
+    let config = WorkloadConfig {
+        defects,
+        ..WorkloadConfig::default()
+    };
+    let outcome = run_seed(seed, 600, move |s| {
+        workload::stock(s, LockVariant::Correct, config, leader_crashes())
+    });
+    judge(&outcome.history, &outcome.commit_logs)
+        .into_iter()
+        .find(|f| f.class == Class::Always && !f.holds)
+        .map(|f| format!("{}: {}", f.property, f.detail))
+}
+
+#[test]
+fn a_new_leader_that_drops_what_it_logged_breaks_durability() {
+    let defect = ServerDefects {
+        leader_drops_logged_proposals: true,
+        ..ServerDefects::default()
+    };
+    let caught = (0..WITHIN_SEEDS)
+        .find_map(|seed| broken_under_leader_crashes(seed, defect).map(|b| (seed, b)));
+    let (seed, broken_guarantee) = caught.expect("the control is caught within its seeds");
+    println!("caught at seed {seed}: {broken_guarantee}");
+    assert!(
+        broken_guarantee.starts_with(DURABILITY),
+        "{broken_guarantee}"
+    );
+    for seed in 0..WITHIN_SEEDS {
+        assert_eq!(
+            broken_under_leader_crashes(seed, ServerDefects::default()),
+            None,
+            "seed {seed}"
+        );
+    }
 }

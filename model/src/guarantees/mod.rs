@@ -13,6 +13,7 @@
 //! | [`ONE_TRANSACTION_PER_ZXID`] | always | ZooKeeper internals: "every change has a unique zxid"; Zab's agreement | no two acknowledged writes carry one zxid, and no two servers' commit logs hold different transactions at one zxid |
 //! | [`LINEARIZABLE_WRITES`] | always | Programmer's Guide, "ZooKeeper guarantees"; ZooKeeper paper (Hunt et al., ATC 2010) 2.3 | a write acknowledged before another was issued has the smaller zxid |
 //! | [`SINGLE_SYSTEM_IMAGE`] | always | Programmer's Guide, "Consistency Guarantees": a client sees the same view whatever server it connects to, never an older one | within a session, a reply never carries a zxid below one the session had already been answered with before it issued the request |
+//! | [`DURABILITY`] | always | Programmer's Guide, "ZooKeeper guarantees" (reliability: once applied, a change persists); Zab (a committed transaction survives leader changes) | each acknowledged write is in the servers' agreed order at its zxid, and each server's final state is that order replayed to its last zxid |
 //! | [`SEQUENTIALLY_CONSISTENT_READS`] | always | Programmer's Guide, "ZooKeeper guarantees" (sequential consistency); ZooKeeper paper 2.3 (reads served from the local replica) | each answered read equals the tree after the servers' agreed transactions up to its zxid (`reads`, from the commit logs) |
 //! | [`SEQUENTIAL_SUFFIXES`] | always | Programmer's Guide, "Sequence Nodes": a counter unique to the parent | the suffixes created under one parent are unique, and grow with the zxid |
 //!
@@ -32,7 +33,7 @@
 //!
 //! Not judged yet (they need what is not recorded: the server a connection reached, replies in
 //! arrival order rather than in the order the recipe took them, a final read of every path
-//! after the heal): durability, atomicity of a multi, watch order and one-shot firing, expiry
+//! after the heal): atomicity of a multi, watch order and one-shot firing, expiry
 //! being terminal, sync.
 
 mod ops;
@@ -53,6 +54,8 @@ pub const ONE_TRANSACTION_PER_ZXID: &str = "one transaction per zxid";
 pub const LINEARIZABLE_WRITES: &str = "linearizable writes";
 /// A session never sees an older view than one it has seen.
 pub const SINGLE_SYSTEM_IMAGE: &str = "single system image";
+/// Nothing acknowledged or applied is rolled back.
+pub const DURABILITY: &str = "durability";
 /// Each read equals the tree after the agreed transactions up to its zxid.
 pub const SEQUENTIALLY_CONSISTENT_READS: &str = "sequentially consistent reads";
 /// Sequential suffixes are unique under their parent and grow with the zxid.
@@ -63,9 +66,10 @@ pub const SESSION_RESUMED: &str = "a session resumed on a new connection";
 pub const LEADER_CHANGED_UNDER_A_WRITE: &str = "a leader changed under a write";
 
 /// Every guarantee judged, then its `sometimes` companions, in report order.
-pub const GUARANTEES: [&str; 8] = [
+pub const GUARANTEES: [&str; 9] = [
     ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID,
+    DURABILITY,
     LINEARIZABLE_WRITES,
     SINGLE_SYSTEM_IMAGE,
     SEQUENTIALLY_CONSISTENT_READS,
@@ -88,6 +92,7 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
     vec![
         order::one_leader_per_epoch(history),
         reads::servers_agree(history, logs, clients_zxids),
+        reads::durability(history, &ops, logs),
         order::linearizable_writes(history, &ops),
         order::single_system_image(history, &ops),
         reads::sequentially_consistent_reads(history, &ops, logs),
@@ -112,6 +117,10 @@ pub fn explanation(name: &str) -> &'static str {
         SINGLE_SYSTEM_IMAGE => {
             "ZooKeeper: a session never sees an older view of the tree than one it has seen, \
              whatever server it reconnects to."
+        }
+        DURABILITY => {
+            "ZooKeeper: a write once acknowledged, or applied by any server, is never rolled \
+             back; every server's state is a prefix of the one agreed order."
         }
         SEQUENTIALLY_CONSISTENT_READS => {
             "ZooKeeper: reads are sequentially consistent; each read equals the tree after \

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use zkh_recipes::{Request, SessionId};
 
 use super::ops::Operation;
-use super::{ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS};
+use super::{DURABILITY, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS};
 use crate::history::{Entries, HistoryEvent};
 use crate::history_text::{request_text, result_text};
 use crate::properties::{Class, Finding};
@@ -48,9 +48,23 @@ pub enum Committed {
     },
 }
 
-/// What each server applied, in the order it applied it: (zxid, transaction), one list per
-/// server. A server that joined from a snapshot has a gap; the merge by zxid fills it.
-pub type CommitLogs = Vec<Vec<(i64, Committed)>>;
+/// What the servers did, beside what the clients saw: each server's commit log, and each
+/// server's state when the run ended.
+#[derive(Clone, Debug, Default)]
+pub struct CommitLogs {
+    /// What each server applied, in the order it applied it: (zxid, transaction), one list per
+    /// server. A server that joined from a snapshot has a gap; the merge by zxid fills it.
+    pub applied: Vec<Vec<(i64, Committed)>>,
+    /// Each server's committed state when the run ended (its disk, running or not), by id.
+    pub finals: Vec<(u32, ZkModel)>,
+}
+
+impl CommitLogs {
+    /// None recorded: the checks that need them say "not judged".
+    pub fn new() -> Self {
+        CommitLogs::default()
+    }
+}
 
 /// Why the logs cannot judge `history`, if they cannot: none recorded, or the data was lost.
 fn not_judged(history: &impl Entries, logs: &CommitLogs) -> Option<&'static str> {
@@ -59,7 +73,7 @@ fn not_judged(history: &impl Entries, logs: &CommitLogs) -> Option<&'static str>
     });
     if lost {
         Some("not judged: the ensemble's data was lost, and zxids started again")
-    } else if logs.iter().all(Vec::is_empty) {
+    } else if logs.applied.iter().all(Vec::is_empty) {
         Some("not judged: no server's commit log was recorded")
     } else {
         None
@@ -69,7 +83,7 @@ fn not_judged(history: &impl Entries, logs: &CommitLogs) -> Option<&'static str>
 /// The logs merged by zxid, or the first zxid two servers applied differently.
 fn agreed(logs: &CommitLogs) -> Result<BTreeMap<i64, &Committed>, String> {
     let mut merged: BTreeMap<i64, (usize, &Committed)> = BTreeMap::new();
-    for (server, log) in logs.iter().enumerate() {
+    for (server, log) in logs.applied.iter().enumerate() {
         for (zxid, txn) in log {
             match merged.get(zxid) {
                 Some((other, theirs)) if *theirs != txn => {
@@ -181,6 +195,94 @@ impl Replay<'_> {
         }
         Ok(())
     }
+}
+
+/// **Durability** (always): a write that was acknowledged is in the agreed order, as that
+/// session's write at the zxid its reply carried; and every server's state at the end of the
+/// run (its disk, running or not) is the agreed order replayed up to its last zxid: nothing a
+/// server applied, and so nothing a client was answered, was rolled back (Programmer's Guide,
+/// "ZooKeeper guarantees": reliability; Zab: a committed transaction survives leader changes).
+pub(super) fn durability(history: &impl Entries, ops: &[Operation], logs: &CommitLogs) -> Finding {
+    if let Some(why) = not_judged(history, logs) {
+        return Finding::new(DURABILITY, Class::Always, None, || why.to_owned());
+    }
+    let Ok(order) = agreed(logs) else {
+        let why = "not judged: the servers disagree on a zxid";
+        return Finding::new(DURABILITY, Class::Always, None, || why.to_owned());
+    };
+    let acknowledged: Vec<&Operation> = ops
+        .iter()
+        .filter(|op| op.applied_write().is_some())
+        .collect();
+    for op in &acknowledged {
+        let zxid = op.applied_write().expect("filtered on it");
+        let kept = matches!(order.get(&zxid), Some(Committed::Write { session, request })
+            if *session == op.session && *request == op.request);
+        if !kept {
+            let at = op.answered.as_ref().map_or(op.invoked, |(at, ..)| *at);
+            let detail = format!(
+                "client {}'s {} was acknowledged at zxid {zxid:#x}, and no server applied it \
+                 there",
+                op.client,
+                request_text(&op.request)
+            );
+            return Finding::new(DURABILITY, Class::Always, Some(detail), String::new)
+                .with_evidence(history, vec![op.invoked, at]);
+        }
+    }
+    let mut finals: Vec<&(u32, ZkModel)> = logs.finals.iter().collect();
+    finals.sort_by_key(|(server, model)| (model.last_zxid(), *server));
+    let transactions = order.len();
+    let mut replay = Replay {
+        model: ZkModel::new(),
+        order: order.into_iter().peekable(),
+    };
+    for (server, model) in &finals {
+        let zxid = model.last_zxid();
+        let diverged = match replay.up_to(zxid) {
+            Err(detail) => Some(detail),
+            Ok(()) => first_difference(model, &replay.model).map(|path| {
+                format!(
+                    "server {server} ended at zxid {zxid:#x} with {path} not as the agreed \
+                     order of every server's commits has it: a transaction some server applied \
+                     was rolled back"
+                )
+            }),
+        };
+        if let Some(detail) = diverged {
+            return Finding::new(DURABILITY, Class::Always, Some(detail), String::new);
+        }
+    }
+    let summary = || {
+        format!(
+            "{} acknowledged writes in the agreed order of {transactions} transactions, and {} \
+             servers' final states its prefixes",
+            acknowledged.len(),
+            finals.len()
+        )
+    };
+    Finding::new(DURABILITY, Class::Always, None, summary)
+}
+
+/// The deepest path whose node differs between the two trees (or is in one only): a parent
+/// differs only by its children's counts, the child is what changed.
+fn first_difference(ours: &ZkModel, agreed: &ZkModel) -> Option<String> {
+    let (a, b) = (ours.tree(), agreed.tree());
+    if a == b {
+        return None;
+    }
+    let differs = |path: &&str| a.get(path) != b.get(path);
+    (a.nodes().map(|(path, _)| path))
+        .chain(b.nodes().map(|(path, _)| path))
+        .filter(differs)
+        .max_by_key(|path| {
+            (
+                path.split('/').filter(|s| !s.is_empty()).count(),
+                std::cmp::Reverse(*path),
+            )
+        })
+        .map(str::to_owned)
+        .or_else(|| Some("the tree".to_owned()))
 }
 
 /// **Sequentially consistent reads** (always): see the module docs.

@@ -252,13 +252,11 @@ fn one_create() -> (CommitLogs, SessionId, i64, i64, ZkModel) {
             },
         ),
     ];
-    (
-        vec![log.clone(), log[..1].to_vec()],
-        session,
-        opened,
-        created,
-        zk,
-    )
+    let logs = CommitLogs {
+        applied: vec![log.clone(), log[..1].to_vec()],
+        finals: Vec::new(),
+    };
+    (logs, session, opened, created, zk)
 }
 
 #[test]
@@ -314,7 +312,7 @@ fn two_servers_applying_different_transactions_as_one_zxid_break_one_transaction
     assert!(agreed
         .iter()
         .all(|f| f.holds || f.class == Class::Sometimes));
-    logs[1][0] = (opened, Committed::CloseSession(session));
+    logs.applied[1][0] = (opened, Committed::CloseSession(session));
     let found = judge(&b.history, &logs)
         .into_iter()
         .find(|f| f.property == ONE_TRANSACTION_PER_ZXID)
@@ -327,4 +325,62 @@ fn two_servers_applying_different_transactions_as_one_zxid_break_one_transaction
         "{}",
         found.detail
     );
+}
+
+#[test]
+fn a_write_rolled_back_or_acknowledged_and_never_applied_breaks_durability() {
+    let (mut logs, session, opened, created, zk) = one_create();
+    let durability = |b: &Build, logs: &CommitLogs| {
+        judge(&b.history, logs)
+            .into_iter()
+            .find(|f| f.property == DURABILITY)
+            .expect("judged")
+    };
+    let mut b = Build::default();
+    // The create, acknowledged at its zxid; every server ends at a prefix of the agreed order.
+    let create = Request::Create {
+        path: "/a".to_owned(),
+        data: b"x".to_vec(),
+        mode: CreateMode::Persistent,
+    };
+    let w = b.invoke(0, session.0, create.clone());
+    b.answer(0, w, created_at("/a"), created);
+    let mut behind = ZkModel::new();
+    behind.begin_epoch(1);
+    behind.open_session();
+    logs.finals = vec![(1, zk.clone()), (2, behind)];
+    let kept = durability(&b, &logs);
+    assert!(kept.holds, "{kept:?}");
+    // A server that ends at the create's zxid without the node: the create was rolled back.
+    let mut rolled_back = ZkModel::new();
+    rolled_back.begin_epoch(1);
+    rolled_back.open_session();
+    rolled_back.apply_noop();
+    logs.finals.push((3, rolled_back));
+    let lost = durability(&b, &logs);
+    assert!(!lost.holds);
+    assert!(
+        lost.detail.starts_with("server 3 ended at zxid") && lost.detail.contains("/a not as"),
+        "{}",
+        lost.detail
+    );
+    // A write acknowledged at a zxid no server applied it at.
+    logs.finals.pop();
+    let x = b.invoke(0, session.0, set("/a"));
+    b.answer(0, x, Response::SetData(stat()), opened);
+    let unapplied = durability(&b, &logs);
+    assert!(!unapplied.holds);
+    assert!(
+        unapplied.detail.contains("was acknowledged at zxid")
+            && unapplied.detail.contains("no server applied it"),
+        "{}",
+        unapplied.detail
+    );
+}
+
+fn created_at(path: &str) -> Response {
+    Response::Created(Created {
+        path: path.to_owned(),
+        stat: stat(),
+    })
 }

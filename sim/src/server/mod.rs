@@ -115,6 +115,10 @@ pub struct ServerDefects {
     /// committed and waiting to be applied) instead of the one it has applied: the answer
     /// comes from an older tree than its zxid says, breaking sequentially consistent reads.
     pub stamp_reads_with_heard_zxid: bool,
+    /// A new leader drops what it logged after its last commit instead of committing it:
+    /// a write the old leader committed, applied and acknowledged before its commits went out
+    /// is lost with it, breaking durability.
+    pub leader_drops_logged_proposals: bool,
 }
 
 impl ServerConfig {

@@ -299,7 +299,9 @@ impl Server {
         // logged after its last commit: the old leader may have had a quorum's acks for it,
         // applied it and answered the client, and died before its commits went out. Its
         // clients were dropped when it stopped following: nobody here to answer.
-        for (zxid, mut txn) in std::mem::take(&mut self.pending) {
+        let logged = std::mem::take(&mut self.pending);
+        let dropped = self.config.defects.leader_drops_logged_proposals;
+        for (zxid, mut txn) in logged.into_iter().filter(|_| !dropped) {
             if zxid != self.last_zxid() + 1 {
                 break;
             }
