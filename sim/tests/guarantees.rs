@@ -42,14 +42,19 @@ fn plan() -> FaultPlan {
     }
 }
 
-/// The first always-guarantee the run of `seed` breaks, if any.
+/// The first always-guarantee the run of `seed` breaks, if any, under [`plan`].
 fn broken(seed: u64, defects: ServerDefects) -> Option<String> {
+    broken_under(seed, defects, plan)
+}
+
+/// The first always-guarantee the lock's run of `seed` under `faults` breaks, if any.
+fn broken_under(seed: u64, defects: ServerDefects, faults: fn() -> FaultPlan) -> Option<String> {
     let config = WorkloadConfig {
         defects,
         ..WorkloadConfig::default()
     };
     let outcome = run_seed(seed, 600, move |s| {
-        workload::stock(s, LockVariant::Correct, config, plan())
+        workload::stock(s, LockVariant::Correct, config, faults())
     });
     judge(&outcome.history, &outcome.commit_logs)
         .into_iter()
@@ -120,17 +125,7 @@ fn leader_crashes() -> FaultPlan {
 
 /// The first always-guarantee the run of `seed` under leader crashes breaks, if any.
 fn broken_under_leader_crashes(seed: u64, defects: ServerDefects) -> Option<String> {
-    let config = WorkloadConfig {
-        defects,
-        ..WorkloadConfig::default()
-    };
-    let outcome = run_seed(seed, 600, move |s| {
-        workload::stock(s, LockVariant::Correct, config, leader_crashes())
-    });
-    judge(&outcome.history, &outcome.commit_logs)
-        .into_iter()
-        .find(|f| f.class == Class::Always && !f.holds)
-        .map(|f| format!("{}: {}", f.property, f.detail))
+    broken_under(seed, defects, leader_crashes)
 }
 
 #[test]
