@@ -25,13 +25,15 @@
 //!
 //! # Not yet
 //!
-//! The model checker does not run such a recipe (it needs a sans-IO machine; the five built-ins
-//! have one), nor does the `zkharness` binary name it: today a user recipe runs from
-//! `cargo test` only. The guide is `docs/your-recipe.md`.
+//! The model checker does not run an async recipe: it needs a sans-IO machine, as the five
+//! built-ins have, behind the model's `Workload` trait; such a workload is checked from
+//! `cargo test` with [`model`]. The `zkharness` binary names neither: today a user recipe runs
+//! from `cargo test` only. The guide is `docs/your-recipe.md`.
 
 mod ctx;
 #[cfg(madsim)]
 mod host;
+pub mod model;
 mod property;
 #[cfg(madsim)]
 mod scenario;
@@ -44,6 +46,7 @@ use std::pin::Pin;
 use serde::de::DeserializeOwned;
 
 pub use ctx::{Client, ClientCtx};
+pub use model::{model, ModelCheck, ModelVerdict};
 pub use property::{Property, Violation};
 #[cfg(madsim)]
 pub use scenario::CustomScenario;

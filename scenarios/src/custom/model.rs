@@ -1,0 +1,178 @@
+//! The model checker from `cargo test`, for a recipe written as a sans-IO machine (the
+//! model's [`Workload`] trait, as the five built-in recipes are): every interleaving of its
+//! clients within a fault budget, exhaustively where it finishes and by seeded random walks
+//! where it does not.
+//!
+//! ```ignore
+//! #[test]
+//! fn my_lock_is_safe_under_a_lost_reply_and_an_expiry() {
+//!     custom::model(MyLockWorkload::new("correct"))
+//!         .clients(3)
+//!         .faults("drop-reply=1,expire=1")
+//!         .check()
+//!         .assert_pass();
+//! }
+//! ```
+//!
+//! A pass requires the search to have finished with no violation and every `sometimes`
+//! property (the workload's judges' and the model's own companions) reached; a search that
+//! gave up at its limits fails `assert_pass` and says which limit, so that a user does not take
+//! "too big" for "safe". [`ModelCheck::walks`] checks by random walks instead, for spaces the
+//! exhaustive search cannot finish.
+
+use zkh_model::check::{
+    check_within, walk, Acting, FaultBudget, Limits, RecipeModel, Verdict, WalkLimits, WalkVerdict,
+    Workload,
+};
+
+/// A check of one workload (see the module docs).
+pub struct ModelCheck<W: Workload> {
+    workload: W,
+    clients: usize,
+    faults: String,
+    acting: Acting,
+    limits: Limits,
+    walks: Option<WalkLimits>,
+}
+
+/// Starts a check of `workload`: two clients, the budget `drop-reply=1,expire=1`, caught-up
+/// acting, the exhaustive search within the checker's default limits.
+pub fn model<W: Workload>(workload: W) -> ModelCheck<W> {
+    ModelCheck {
+        workload,
+        clients: 2,
+        faults: "drop-reply=1,expire=1".to_owned(),
+        acting: Acting::CaughtUp,
+        limits: Limits {
+            max_states: Some(5_000_000),
+            ..Limits::default()
+        },
+        walks: None,
+    }
+}
+
+impl<W: Workload> ModelCheck<W> {
+    /// Client processes (default 2).
+    pub fn clients(mut self, clients: usize) -> Self {
+        self.clients = clients;
+        self
+    }
+
+    /// The fault budget, as `zkharness check --faults` writes it (`crash=1`, `expire=1,drop-reply=1`,
+    /// `none`).
+    pub fn faults(mut self, budget: &str) -> Self {
+        budget.clone_into(&mut self.faults);
+        self
+    }
+
+    /// When applications act (default: once caught up).
+    pub fn acting(mut self, acting: Acting) -> Self {
+        self.acting = acting;
+        self
+    }
+
+    /// The exhaustive search's limits (default: the checker's, with at most 5 million states).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Checks by `walks` seeded random walks of at most 300 steps instead of exhaustively.
+    pub fn walks(mut self, walks: u64, seed: u64) -> Self {
+        self.walks = Some(WalkLimits {
+            walks,
+            seed,
+            max_depth: 300,
+        });
+        self
+    }
+
+    /// Runs the check.
+    ///
+    /// # Panics
+    /// If the fault budget does not parse (the message says why).
+    pub fn check(self) -> ModelVerdict {
+        let budget = FaultBudget::parse(&self.faults)
+            .unwrap_or_else(|error| panic!("fault budget {:?}: {error}", self.faults));
+        let model = RecipeModel::new(self.workload, self.clients, budget, self.acting);
+        let found = match self.walks {
+            None => Found::Search(check_within(&model, self.limits)),
+            Some(limits) => Found::Walks(walk(&model, limits)),
+        };
+        ModelVerdict {
+            faults: self.faults,
+            found,
+        }
+    }
+}
+
+/// What a search or the walks found.
+#[derive(Debug)]
+enum Found {
+    Search(Verdict),
+    Walks(WalkVerdict),
+}
+
+/// The verdict of a [`ModelCheck`].
+#[derive(Debug)]
+pub struct ModelVerdict {
+    faults: String,
+    found: Found,
+}
+
+impl ModelVerdict {
+    /// The property violated and the counterexample's length in steps, if one was found.
+    pub fn violation(&self) -> Option<(&'static str, usize)> {
+        match &self.found {
+            Found::Search(v) => v.violation.as_ref().map(|v| (v.property, v.path.len())),
+            Found::Walks(v) => v.violation.as_ref().map(|v| (v.property, v.path.len())),
+        }
+    }
+
+    /// Requires a finished search (or every walk) with no violation and every `sometimes`
+    /// property reached.
+    ///
+    /// # Panics
+    /// With the violation, the limit the search gave up at, or the `sometimes` properties never
+    /// reached.
+    pub fn assert_pass(&self) {
+        if let Some((property, steps)) = self.violation() {
+            panic!(
+                "under {}: VIOLATION of {property}, a counterexample of {steps} steps",
+                self.faults
+            );
+        }
+        let unreached = match &self.found {
+            Found::Search(v) => {
+                assert!(
+                    v.complete,
+                    "under {}: the search gave up ({:?}) after {} states with no violation: \
+                     not a pass; raise the limits, or check by walks",
+                    self.faults, v.gave_up, v.states
+                );
+                &v.unreached
+            }
+            Found::Walks(v) => &v.unreached,
+        };
+        assert!(
+            unreached.is_empty(),
+            "under {}: an empty pass: never reached {unreached:?}",
+            self.faults
+        );
+    }
+
+    /// Requires a violation of `property`.
+    ///
+    /// # Panics
+    /// If none was found, or another property was violated.
+    pub fn assert_caught(&self, property: &str) {
+        match self.violation() {
+            Some((found, _)) if found == property => {}
+            Some((found, steps)) => panic!(
+                "under {}: expected a violation of {property}, found {found} ({steps} steps)",
+                self.faults
+            ),
+            None => panic!("under {}: no violation of {property} found", self.faults),
+        }
+    }
+}
