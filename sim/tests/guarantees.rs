@@ -11,10 +11,13 @@
 #![cfg(madsim)]
 
 use zkh_model::guarantees::{
-    judge, DURABILITY, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS, SINGLE_SYSTEM_IMAGE,
+    judge, DURABILITY, FIFO_CLIENT_ORDER, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS,
+    SINGLE_SYSTEM_IMAGE,
 };
 use zkh_model::properties::Class;
 use zkh_recipes::lock::LockVariant;
+use zkh_recipes::{CreateMode, ZkClient};
+use zkh_sim::cluster::{Cluster, ClusterConfig};
 use zkh_sim::fault::{Fault, FaultPlan, RandomFaults, ScriptedFault, ServerRef};
 use zkh_sim::run::run_seed;
 use zkh_sim::server::ServerDefects;
@@ -149,4 +152,84 @@ fn a_new_leader_that_drops_what_it_logged_breaks_durability() {
             "seed {seed}"
         );
     }
+}
+
+/// One client sends a write and, without waiting, a read of the same node: what the read saw,
+/// and the first always-guarantee the history breaks.
+fn read_behind_own_write(seed: u64, defects: ServerDefects) -> (Vec<u8>, Option<String>) {
+    run_seed(seed, 300, move |seed| async move {
+        let config = ClusterConfig {
+            defects,
+            ..ClusterConfig::default()
+        };
+        let mut cluster = Cluster::start(seed, config).await;
+        let client = cluster.add_client(0, 4000, false).await.expect("connects");
+        client
+            .create("/x", b"0", CreateMode::Persistent)
+            .await
+            .expect("created");
+        let write = client.set_data("/x", b"1", -1);
+        let read = client.get_data("/x", false);
+        let (written, read) = both(write, read).await;
+        written.expect("written");
+        let (seen, _) = read.expect("read");
+        let broken = judge(&cluster.history(), &cluster.commit_logs())
+            .into_iter()
+            .find(|f| f.class == Class::Always && !f.holds)
+            .map(|f| format!("{}: {}", f.property, f.detail));
+        (seen, broken)
+    })
+}
+
+/// Both futures, polled together (a client with two requests in flight).
+async fn both<A: std::future::Future, B: std::future::Future>(
+    a: A,
+    b: B,
+) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (Box::pin(a), Box::pin(b));
+    let (mut first, mut second) = (None, None);
+    std::future::poll_fn(|cx| {
+        if first.is_none() {
+            first = match a.as_mut().poll(cx) {
+                std::task::Poll::Ready(v) => Some(v),
+                std::task::Poll::Pending => None,
+            };
+        }
+        if second.is_none() {
+            second = match b.as_mut().poll(cx) {
+                std::task::Poll::Ready(v) => Some(v),
+                std::task::Poll::Pending => None,
+            };
+        }
+        if first.is_some() && second.is_some() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    (first.expect("ready"), second.expect("ready"))
+}
+
+/// A read sent behind a write of its own session sees the write, as ZooKeeper's
+/// CommitProcessor makes it; servers that answer the read at once break FIFO client order (the
+/// simulator did, until this guarantee was judged: a finding of the checker).
+#[test]
+fn a_read_sent_behind_its_own_write_sees_it_and_servers_that_let_it_pass_break_fifo_order() {
+    for seed in 0..WITHIN_SEEDS {
+        let (seen, broken) = read_behind_own_write(seed, ServerDefects::default());
+        assert_eq!(
+            (seen.as_slice(), broken),
+            (b"1".as_slice(), None),
+            "seed {seed}"
+        );
+    }
+    let defect = ServerDefects {
+        reads_pass_own_writes: true,
+        ..ServerDefects::default()
+    };
+    let (seen, broken) = read_behind_own_write(0, defect);
+    assert_eq!(seen, b"0", "the read passed the write");
+    let broken = broken.expect("caught on the first seed");
+    assert!(broken.starts_with(FIFO_CLIENT_ORDER), "{broken}");
 }

@@ -12,6 +12,7 @@
 //! | [`ONE_LEADER_PER_EPOCH`] | always | Zab (Junqueira, Reed, Serafini, DSN 2011): one established leader per epoch | no two servers record "leading epoch N" for one N (counted apart after the ensemble's data is lost) |
 //! | [`ONE_TRANSACTION_PER_ZXID`] | always | ZooKeeper internals: "every change has a unique zxid"; Zab's agreement | no two acknowledged writes carry one zxid, and no two servers' commit logs hold different transactions at one zxid |
 //! | [`LINEARIZABLE_WRITES`] | always | Programmer's Guide, "ZooKeeper guarantees"; ZooKeeper paper (Hunt et al., ATC 2010) 2.3 | a write acknowledged before another was issued has the smaller zxid |
+//! | [`FIFO_CLIENT_ORDER`] | always | Programmer's Guide, "ZooKeeper guarantees" (sequential consistency: updates from a client are applied in the order sent); ZooKeeper paper 2.3 (FIFO client order) | in the order a session issued them, its answered requests' zxids never go down, and two writes' go up |
 //! | [`SINGLE_SYSTEM_IMAGE`] | always | Programmer's Guide, "Consistency Guarantees": a client sees the same view whatever server it connects to, never an older one | within a session, a reply never carries a zxid below one the session had already been answered with before it issued the request |
 //! | [`DURABILITY`] | always | Programmer's Guide, "ZooKeeper guarantees" (reliability: once applied, a change persists); Zab (a committed transaction survives leader changes) | each acknowledged write is in the servers' agreed order at its zxid, and each server's final state is that order replayed to its last zxid |
 //! | [`SEQUENTIALLY_CONSISTENT_READS`] | always | Programmer's Guide, "ZooKeeper guarantees" (sequential consistency); ZooKeeper paper 2.3 (reads served from the local replica) | each answered read equals the tree after the servers' agreed transactions up to its zxid (`reads`, from the commit logs) |
@@ -52,6 +53,8 @@ pub const ONE_LEADER_PER_EPOCH: &str = "one leader per epoch";
 pub const ONE_TRANSACTION_PER_ZXID: &str = "one transaction per zxid";
 /// A write acknowledged before another was issued has the smaller zxid.
 pub const LINEARIZABLE_WRITES: &str = "linearizable writes";
+/// One session's requests take effect in the order issued.
+pub const FIFO_CLIENT_ORDER: &str = "FIFO client order";
 /// A session never sees an older view than one it has seen.
 pub const SINGLE_SYSTEM_IMAGE: &str = "single system image";
 /// Nothing acknowledged or applied is rolled back.
@@ -66,12 +69,13 @@ pub const SESSION_RESUMED: &str = "a session resumed on a new connection";
 pub const LEADER_CHANGED_UNDER_A_WRITE: &str = "a leader changed under a write";
 
 /// Every guarantee judged, then its `sometimes` companions, in report order.
-pub const GUARANTEES: [&str; 9] = [
+pub const GUARANTEES: [&str; 10] = [
     ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID,
     DURABILITY,
     LINEARIZABLE_WRITES,
     SINGLE_SYSTEM_IMAGE,
+    FIFO_CLIENT_ORDER,
     SEQUENTIALLY_CONSISTENT_READS,
     SEQUENTIAL_SUFFIXES,
     SESSION_RESUMED,
@@ -95,6 +99,9 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
         reads::durability(history, &ops, logs),
         order::linearizable_writes(history, &ops),
         order::single_system_image(history, &ops),
+        // After the single system image, which names the narrower case first (a reply older
+        // than one answered before the request was sent).
+        order::fifo_client_order(history, &ops),
         reads::sequentially_consistent_reads(history, &ops, logs),
         order::sequential_suffixes(history, &ops),
         session_resumed(history),
@@ -113,6 +120,10 @@ pub fn explanation(name: &str) -> &'static str {
         LINEARIZABLE_WRITES => {
             "ZooKeeper: writes are linearizable; a write acknowledged before another was issued \
              comes first in the zxid order."
+        }
+        FIFO_CLIENT_ORDER => {
+            "ZooKeeper: one client's requests take effect in the order it sent them; a request \
+             sent behind a write sees that write."
         }
         SINGLE_SYSTEM_IMAGE => {
             "ZooKeeper: a session never sees an older view of the tree than one it has seen, \

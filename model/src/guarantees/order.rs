@@ -13,7 +13,7 @@ use zkh_recipes::{Request, Response};
 
 use super::ops::Operation;
 use super::{
-    LEADER_CHANGED_UNDER_A_WRITE, LINEARIZABLE_WRITES, ONE_LEADER_PER_EPOCH,
+    FIFO_CLIENT_ORDER, LEADER_CHANGED_UNDER_A_WRITE, LINEARIZABLE_WRITES, ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID, SEQUENTIAL_SUFFIXES, SINGLE_SYSTEM_IMAGE,
 };
 use crate::history::{Entries, HistoryEvent};
@@ -160,6 +160,55 @@ pub(super) fn single_system_image(history: &impl Entries, ops: &[Operation]) -> 
     let count = sessions.len();
     finding(SINGLE_SYSTEM_IMAGE, history, violation, || {
         format!("{count} sessions, none answered with an older view than it had seen")
+    })
+}
+
+/// **FIFO client order** (always): one session's requests take effect in the order it issued
+/// them. In the order issued, a session's answered requests carry zxids that never go down, and
+/// a write's is above every zxid answered to a request issued before it: a request pipelined
+/// behind a write sees that write (ZooKeeper's CommitProcessor holds a session's reads until its
+/// earlier writes have committed). Unlike the single system image, this holds between requests
+/// in flight together, not only between one answered and one issued later.
+pub(super) fn fifo_client_order(history: &impl Entries, ops: &[Operation]) -> Finding {
+    let piece = pieces(history);
+    let mut sessions: BTreeMap<_, Vec<&Operation>> = BTreeMap::new();
+    for op in ops.iter().filter(|op| op.answered.is_some()) {
+        sessions.entry(op.session).or_default().push(op);
+    }
+    let mut violation = None;
+    'sessions: for (session, answered) in &sessions {
+        // The earlier request with the highest zxid, per piece of the run.
+        let mut highest: BTreeMap<usize, &Operation> = BTreeMap::new();
+        for later in answered {
+            let at = later.answered.as_ref().map_or(0, |(at, ..)| *at);
+            if let Some(earlier) = highest.get(&piece[at]) {
+                let (earlier_zxid, later_zxid) = (zxid(earlier), zxid(later));
+                let behind = later_zxid < earlier_zxid
+                    || (later_zxid == earlier_zxid && later.request.is_write());
+                if behind {
+                    let detail = format!(
+                        "session {:#x} (client {}) issued {} and then {}, and they took effect \
+                         at zxids {earlier_zxid:#x} and {later_zxid:#x}: out of order",
+                        session.0,
+                        later.client,
+                        request_text(&earlier.request),
+                        request_text(&later.request)
+                    );
+                    let earlier_at = earlier.answered.as_ref().map_or(0, |(at, ..)| *at);
+                    violation =
+                        Some((detail, vec![earlier.invoked, later.invoked, earlier_at, at]));
+                    break 'sessions;
+                }
+            }
+            let best = highest.entry(piece[at]).or_insert(later);
+            if zxid(later) > zxid(best) {
+                *best = later;
+            }
+        }
+    }
+    let count = sessions.len();
+    finding(FIFO_CLIENT_ORDER, history, violation, || {
+        format!("{count} sessions, each one's requests in effect in the order issued")
     })
 }
 

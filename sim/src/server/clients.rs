@@ -6,12 +6,19 @@ use zkh_recipes::SessionId;
 use crate::clock::Instant;
 use crate::protocol::{Addr, Message, Origin, Txn, TxnKind};
 
-use super::{lock, Role, Server};
+use super::{lock, Held, Role, Server};
 
 impl Server {
     pub(super) fn handle_client(&mut self, client: u32, conn: u64, message: Message, now: Instant) {
         if let Message::PeerDown = message {
-            self.connected.retain(|_, (c, _)| *c != client);
+            let gone: Vec<SessionId> = (self.connected.iter())
+                .filter(|(_, (c, _))| *c == client)
+                .map(|(session, _)| *session)
+                .collect();
+            for session in gone {
+                self.connected.remove(&session);
+                self.held.remove(&session);
+            }
             return;
         }
         if !self.serving() {
@@ -102,31 +109,24 @@ impl Server {
                         Role::Looking { .. } => unreachable!("checked serving above"),
                     }
                 } else if request.is_write() {
+                    if !self.config.defects.reads_pass_own_writes {
+                        let queue = self.held.entry(session).or_default();
+                        queue.push_back(Held::Write(xid));
+                    }
                     self.submit(Txn {
                         kind: TxnKind::Write { session, request },
                         origin: Some(origin),
                     });
-                } else {
-                    let (applied, mut zxid) = {
-                        let mut disk = lock(&self.shared.disk);
-                        (disk.model.apply(session, &request), disk.model.last_zxid())
-                    };
-                    if self.config.defects.stamp_reads_with_heard_zxid {
-                        let heard = self
-                            .pending
-                            .keys()
-                            .chain(self.apply_queue.iter().map(|q| &q.1));
-                        zxid = heard.copied().fold(zxid, i64::max);
-                    }
-                    self.send_client(
+                } else if let Some(queue) = self.held.get_mut(&session) {
+                    // Behind a write of its own: answered once that write is applied here.
+                    queue.push_back(Held::Read {
                         client,
                         conn,
-                        Message::Reply {
-                            xid,
-                            zxid,
-                            reply: applied.reply,
-                        },
-                    );
+                        xid,
+                        request,
+                    });
+                } else {
+                    self.serve_read(client, conn, xid, session, &request);
                 }
             }
             Message::Ping { session } => {
@@ -173,6 +173,56 @@ impl Server {
         }
     }
 
+    /// Answers a read of `session` from this server's applied state, now.
+    pub(super) fn serve_read(
+        &self,
+        client: u32,
+        conn: u64,
+        xid: u64,
+        session: SessionId,
+        request: &Request,
+    ) {
+        let (applied, mut zxid) = {
+            let mut disk = lock(&self.shared.disk);
+            (disk.model.apply(session, request), disk.model.last_zxid())
+        };
+        if self.config.defects.stamp_reads_with_heard_zxid {
+            let heard = (self.pending.keys()).chain(self.apply_queue.iter().map(|q| &q.1));
+            zxid = heard.copied().fold(zxid, i64::max);
+        }
+        let reply = applied.reply;
+        self.send_client(client, conn, Message::Reply { xid, zxid, reply });
+    }
+
+    /// `session`'s write `xid` was applied here: answers the reads held behind it, up to the
+    /// session's next write still to be applied.
+    pub(super) fn release_held(&mut self, session: SessionId, xid: u64) {
+        let Some(queue) = self.held.get_mut(&session) else {
+            return;
+        };
+        if let Some(at) = (queue.iter()).position(|h| matches!(h, Held::Write(w) if *w == xid)) {
+            queue.remove(at);
+        }
+        let mut ready = Vec::new();
+        while let Some(Held::Read { .. }) = queue.front() {
+            if let Some(Held::Read {
+                client,
+                conn,
+                xid,
+                request,
+            }) = queue.pop_front()
+            {
+                ready.push((client, conn, xid, request));
+            }
+        }
+        if queue.is_empty() {
+            self.held.remove(&session);
+        }
+        for (client, conn, xid, request) in ready {
+            self.serve_read(client, conn, xid, session, &request);
+        }
+    }
+
     /// Answers a client resuming `session` on `origin`'s connection: `Expired` unless `valid`
     /// (the leader said the session lives) and this server still knows it.
     pub(super) fn resume_session(
@@ -196,6 +246,8 @@ impl Server {
         // an earlier connection to this server would fire a second time an event the client
         // already had, or will have from `SetWatches`.
         lock(&self.shared.disk).model.forget_watches(session);
+        // What the old connection had in flight failed with it, in the client too.
+        self.held.remove(&session);
         self.connected.insert(session, (client, conn));
         self.touch(session, now);
         self.send_client(

@@ -155,6 +155,7 @@ impl Server {
                     leader.expiring.remove(&session);
                 }
                 let client = self.connected.remove(&session);
+                self.held.remove(&session);
                 self.deliver(fired);
                 if let Some(origin) = origin {
                     // The reply to a close carries nothing: it only says the close was applied.
@@ -191,6 +192,7 @@ impl Server {
                         zxid
                     };
                     self.reply(origin, header, applied.reply);
+                    self.release_held(session, origin.xid);
                 }
             }
         }

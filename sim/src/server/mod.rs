@@ -119,6 +119,10 @@ pub struct ServerDefects {
     /// a write the old leader committed, applied and acknowledged before its commits went out
     /// is lost with it, breaking durability.
     pub leader_drops_logged_proposals: bool,
+    /// Answer a session's read at once even while a write it sent earlier is still to be
+    /// applied here (the simulator's own behaviour until FIFO client order was judged): the
+    /// read does not see the write, breaking FIFO client order.
+    pub reads_pass_own_writes: bool,
 }
 
 impl ServerConfig {
@@ -237,6 +241,23 @@ pub struct Server {
     /// Waiting for the leader's snapshot after missing a proposal: log and apply nothing.
     resyncing: bool,
     waiting_syncs: Vec<(Origin, i64)>,
+    /// Each session's requests behind a write of its own still to be applied here, in order:
+    /// ZooKeeper's CommitProcessor holds a session's reads until its earlier writes have
+    /// committed, so a read sent behind a write sees it (FIFO client order).
+    held: BTreeMap<SessionId, VecDeque<Held>>,
+}
+
+/// A request of a session held behind its own write (see `Server::held`).
+enum Held {
+    /// A write submitted, by its request id.
+    Write(u64),
+    /// A read waiting for the writes before it.
+    Read {
+        client: u32,
+        conn: u64,
+        xid: u64,
+        request: zkh_model::Request,
+    },
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -271,6 +292,7 @@ pub async fn run_server(
         apply_queue: VecDeque::new(),
         resyncing: false,
         waiting_syncs: Vec::new(),
+        held: BTreeMap::new(),
     };
     server.set_role_summary(RoleSummary::Looking);
     let heartbeat = Duration::from_millis(config.tick_ms / 2);

@@ -244,6 +244,7 @@ impl Server {
             self.send_client(client, conn, Message::Disconnect);
         }
         self.touched.clear();
+        self.held.clear();
     }
 
     fn become_looking(&mut self) {
