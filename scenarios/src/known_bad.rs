@@ -8,8 +8,8 @@
 //! violation. The sharded job's variants need a crash and a second cycle, or three items. A
 //! check of a known-bad variant that ends without a violation prints the options of its entry
 //! here, so that nobody takes that for a fixed bug. `tests/cli.rs` runs every entry through the
-//! command line and requires the property and the length given; README's table "What each check
-//! proves" lists the same checks.
+//! command line and requires the property and the length given; the table in docs/controls.md
+//! lists the same variants.
 
 /// One known-bad variant and a check that catches it.
 #[derive(Clone, Copy, Debug)]
