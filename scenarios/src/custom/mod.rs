@@ -27,12 +27,15 @@
 //!
 //! The model checker does not run an async recipe: it needs a sans-IO machine, as the five
 //! built-ins have, behind the model's `Workload` trait; such a workload is checked from
-//! `cargo test` with [`model`]. The `zkharness` binary names neither: today a user recipe runs
-//! from `cargo test` only. The guide is `docs/your-recipe.md`.
+//! `cargo test` with [`model`](fn@model). The `zkharness` binary names neither: a user recipe runs from
+//! `cargo test`, or from a command line of its own ([`custom_main!`](crate::custom_main): `run`,
+//! `sweep`). The guide is `docs/your-recipe.md`.
 
 mod ctx;
 #[cfg(madsim)]
 mod host;
+#[cfg(madsim)]
+pub mod main;
 pub mod model;
 mod property;
 #[cfg(madsim)]
@@ -52,6 +55,26 @@ pub use property::{Property, Violation};
 pub use scenario::CustomScenario;
 #[cfg(madsim)]
 pub use test::{sim, SimRuns, SimTest};
+
+/// Writes the `main` of a user's own command line for recipe `$recipe` (`run`, `sweep`; see
+/// `custom::main`), naming the calling crate and its version in every report. In the normal
+/// build the binary only says how to build it: the simulator needs `--cfg madsim`.
+#[macro_export]
+macro_rules! custom_main {
+    ($recipe:ty) => {
+        #[cfg(madsim)]
+        fn main() -> ::std::process::ExitCode {
+            $crate::custom::main::main::<$recipe>(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
+        }
+        #[cfg(not(madsim))]
+        fn main() -> ::std::process::ExitCode {
+            eprintln!(
+                "this command runs the simulated ensemble: build it with RUSTFLAGS=\"--cfg madsim\""
+            );
+            ::std::process::ExitCode::from(64)
+        }
+    };
+}
 
 /// What one client process of a recipe runs: a future the host spawns on the client's node.
 pub type ClientRun = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
