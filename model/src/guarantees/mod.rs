@@ -37,6 +37,7 @@
 //! after the heal): atomicity of a multi, watch order and one-shot firing, expiry
 //! being terminal, sync.
 
+mod companions;
 mod ops;
 mod order;
 mod reads;
@@ -67,9 +68,15 @@ pub const SEQUENTIAL_SUFFIXES: &str = "sequential suffixes unique";
 pub const SESSION_RESUMED: &str = "a session resumed on a new connection";
 /// Sometimes: a server took the lead while a write was in flight.
 pub const LEADER_CHANGED_UNDER_A_WRITE: &str = "a leader changed under a write";
+/// Sometimes: a read lagged another session's acknowledged write.
+pub const STALE_READ_SEEN: &str = "a stale read of another session's write";
+/// Sometimes: a write that ended in ConnectionLoss turned out applied.
+pub const LOST_REPLY_APPLIED: &str = "a write with a lost reply was applied";
+/// Sometimes: a write that ended in ConnectionLoss turned out not applied.
+pub const LOST_REPLY_NOT_APPLIED: &str = "a write with a lost reply was not applied";
 
 /// Every guarantee judged, then its `sometimes` companions, in report order.
-pub const GUARANTEES: [&str; 10] = [
+pub const GUARANTEES: [&str; 13] = [
     ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID,
     DURABILITY,
@@ -80,6 +87,9 @@ pub const GUARANTEES: [&str; 10] = [
     SEQUENTIAL_SUFFIXES,
     SESSION_RESUMED,
     LEADER_CHANGED_UNDER_A_WRITE,
+    STALE_READ_SEEN,
+    LOST_REPLY_APPLIED,
+    LOST_REPLY_NOT_APPLIED,
 ];
 
 /// Whether `property` is one of ZooKeeper's guarantees (or their companions), not a recipe's.
@@ -93,6 +103,7 @@ pub fn is_guarantee(property: &str) -> bool {
 pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
     let ops = operations(history);
     let clients_zxids = order::one_transaction_per_zxid(history, &ops);
+    let [lost_applied, lost_not_applied] = companions::lost_replies(history, &ops, logs);
     vec![
         order::one_leader_per_epoch(history),
         reads::servers_agree(history, logs, clients_zxids),
@@ -106,6 +117,9 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
         order::sequential_suffixes(history, &ops),
         session_resumed(history),
         order::leader_changed_under_a_write(history, &ops),
+        companions::stale_read_seen(&ops),
+        lost_applied,
+        lost_not_applied,
     ]
 }
 
@@ -144,6 +158,16 @@ pub fn explanation(name: &str) -> &'static str {
         SESSION_RESUMED => "Sometimes: a session reconnected and went on within the session.",
         LEADER_CHANGED_UNDER_A_WRITE => {
             "Sometimes: a server took the lead while a write was in flight."
+        }
+        STALE_READ_SEEN => {
+            "Sometimes: a read was answered at a zxid below another session's write acknowledged \
+             before the read was sent (allowed: reads are not linearizable)."
+        }
+        LOST_REPLY_APPLIED => {
+            "Sometimes: a write that ended in ConnectionLoss is in the servers' commits."
+        }
+        LOST_REPLY_NOT_APPLIED => {
+            "Sometimes: a write that ended in ConnectionLoss is not in the servers' commits."
         }
         _ => "",
     }

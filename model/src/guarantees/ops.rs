@@ -22,6 +22,8 @@ pub struct Operation {
     /// (none for an operation whose outcome is unknown, that failed in the client, or that
     /// never ended).
     pub answered: Option<(usize, Reply, i64)>,
+    /// It ended in `ConnectionLoss`: whether it was applied is unknown to the client.
+    pub unknown: bool,
 }
 
 impl Operation {
@@ -53,6 +55,7 @@ pub fn operations(history: &impl Entries) -> Vec<Operation> {
                     request: request.clone(),
                     invoked: index,
                     answered: None,
+                    unknown: false,
                 });
             }
             HistoryEvent::Complete {
@@ -63,8 +66,12 @@ pub fn operations(history: &impl Entries) -> Vec<Operation> {
                 let Some(op) = open.remove(&(*client, *xid)) else {
                     continue;
                 };
-                if let OpOutcome::Reply { reply, zxid } = outcome {
-                    ops[op].answered = Some((index, reply.clone(), *zxid));
+                match outcome {
+                    OpOutcome::Reply { reply, zxid } => {
+                        ops[op].answered = Some((index, reply.clone(), *zxid));
+                    }
+                    OpOutcome::Unknown => ops[op].unknown = true,
+                    OpOutcome::Failed(_) => {}
                 }
             }
             _ => {}

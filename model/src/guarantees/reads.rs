@@ -116,6 +116,18 @@ fn reply_text(reply: &Reply) -> String {
     }
 }
 
+/// The servers' agreed order, where the logs can give one (recorded, no data lost, no two
+/// servers disagreeing).
+pub(super) fn agreed_order<'a>(
+    history: &impl Entries,
+    logs: &'a CommitLogs,
+) -> Option<BTreeMap<i64, &'a Committed>> {
+    if not_judged(history, logs).is_some() {
+        return None;
+    }
+    agreed(logs).ok()
+}
+
 /// A transaction in words.
 fn committed_text(txn: &Committed) -> String {
     match txn {
