@@ -81,11 +81,15 @@
 //!
 //! A third invariant of the model's own, "claims are owned" ([`RecipeModel::owns_its_claims`]),
 //! judges what a client believes it owns: at every settled moment each node its workload names
-//! ([`Workload::claimed_nodes`]; today the job's registration `instances/<id>`) exists and is
-//! owned by the client's current session. No other property sees a belief that is false but
-//! harms nobody yet (the job's `no-reregister` control). Not yet named: the lock's, the
-//! latch's and the elections' nodes, and orphans (an ephemeral node its owner does not know
-//! of).
+//! ([`Workload::claimed_nodes`]: the job's registration `instances/<id>`, and each role's node:
+//! the lock holder's, the latch leader's, the elections' and the master's) exists and is owned
+//! by the client's current session. No other property sees a belief that is false but harms
+//! nobody yet (the job's `no-reregister` control). Its other side, [`ORPHANS`]: at every quiet
+//! moment, each ephemeral node of a live client's session is one the client knows of
+//! ([`Workload::known_nodes`]). Each has a `sometimes` companion ([`CLAIM_JUDGED`],
+//! [`EPHEMERAL_JUDGED`]), so that a pass of it is not an empty one. A fifth, [`SCHEDULE`] ("runs
+//! when scheduled"), judges the sharded job's runs against its cron: no instance runs a cycle no
+//! cron has fired (the job's `run-ahead` control).
 //!
 //! A path that goes round a loop for ever without progress is the liveness property
 //! [`LIVELOCK`], found on the paths a search cuts off at its depth (`lasso.rs`).
