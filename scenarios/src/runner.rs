@@ -9,7 +9,7 @@
 //! first violated `eventually` one, else [`Outcome::FaultsNotFired`] if a planned fault did not
 //! happen, else a pass.
 
-use zkh_model::properties::{wakeups, Class};
+use zkh_model::properties::{wakeups, Class, Finding};
 use zkh_model::History;
 use zkh_recipes::fencing::Fencing;
 use zkh_sim::paths::LOCK_DIR;
@@ -78,39 +78,50 @@ pub fn run(scenario: &Resolved, seed: u64) -> RunResult {
     }
 }
 
-fn judge(scenario: &Resolved, seed: u64, outcome: WorkloadOutcome) -> RunResult {
-    let judged = |class: Class| {
-        outcome.findings.iter().find(|f| {
-            f.class == class && !f.holds && scenario.properties.iter().any(|p| p == f.property)
-        })
-    };
-    // A broken guarantee of the ensemble comes first: the recipe's verdicts stand on it.
-    let guarantees = zkh_model::guarantees::judge(&outcome.history, &outcome.commit_logs);
-    let broken = guarantees
-        .iter()
-        .find(|f| f.class == Class::Always && !f.holds);
-    let verdict = if let Some(f) = broken {
+/// How a run ended: a broken guarantee of the ensemble first (the recipe's verdicts stand on
+/// it), then the first violated `always` property among `findings` that `judged` keeps, then the
+/// first `eventually` one, then planned faults that never fired, else a pass.
+pub(crate) fn verdict(
+    guarantees: &[Finding],
+    findings: &[Finding],
+    judged: impl Fn(&Finding) -> bool,
+    faults_not_fired: &[String],
+) -> Outcome {
+    let broken =
+        |class: Class| (findings.iter()).find(|f| f.class == class && !f.holds && judged(f));
+    let guarantee = (guarantees.iter()).find(|f| f.class == Class::Always && !f.holds);
+    if let Some(f) = guarantee {
         Outcome::Violation {
             property: f.property.to_owned(),
             detail: format!("ZooKeeper's guarantee broken by the ensemble: {}", f.detail),
         }
-    } else if let Some(f) = judged(Class::Always) {
+    } else if let Some(f) = broken(Class::Always) {
         Outcome::Violation {
             property: f.property.to_owned(),
             detail: f.detail.clone(),
         }
-    } else if let Some(f) = judged(Class::Eventually) {
+    } else if let Some(f) = broken(Class::Eventually) {
         Outcome::Liveness {
             property: f.property.to_owned(),
             detail: f.detail.clone(),
         }
-    } else if !outcome.faults_not_fired.is_empty() {
+    } else if !faults_not_fired.is_empty() {
         Outcome::FaultsNotFired {
-            faults: outcome.faults_not_fired.clone(),
+            faults: faults_not_fired.to_vec(),
         }
     } else {
         Outcome::Pass
-    };
+    }
+}
+
+fn judge(scenario: &Resolved, seed: u64, outcome: WorkloadOutcome) -> RunResult {
+    let guarantees = zkh_model::guarantees::judge(&outcome.history, &outcome.commit_logs);
+    let verdict = verdict(
+        &guarantees,
+        &outcome.findings,
+        |f| scenario.properties.iter().any(|p| p == f.property),
+        &outcome.faults_not_fired,
+    );
     let findings = outcome
         .findings
         .iter()

@@ -13,9 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use zkh_recipes::SessionId;
 
 use super::ops::Operation;
-use super::reads::{agreed_order, CommitLogs, Committed};
+use super::reads::{Agreed, Committed};
 use super::{LOST_REPLY_APPLIED, LOST_REPLY_NOT_APPLIED, STALE_READ_SEEN};
-use crate::history::Entries;
 use crate::history_text::request_text;
 use crate::properties::{Class, Finding};
 
@@ -63,12 +62,8 @@ pub(super) fn stale_read_seen(ops: &[Operation]) -> Finding {
 }
 
 /// [`LOST_REPLY_APPLIED`] and [`LOST_REPLY_NOT_APPLIED`], in that order.
-pub(super) fn lost_replies(
-    history: &impl Entries,
-    ops: &[Operation],
-    logs: &CommitLogs,
-) -> [Finding; 2] {
-    let order = agreed_order(history, logs);
+pub(super) fn lost_replies(ops: &[Operation], agreed: &Agreed<'_>) -> [Finding; 2] {
+    let order = agreed.as_ref().ok();
     let lost: Vec<&Operation> = ops
         .iter()
         .filter(|op| op.unknown && op.request.is_write())

@@ -102,18 +102,19 @@ pub fn is_guarantee(property: &str) -> bool {
 /// finding each, in [`GUARANTEES`]' order.
 pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
     let ops = operations(history);
+    let agreed = reads::agree(history, logs);
     let clients_zxids = order::one_transaction_per_zxid(history, &ops);
-    let [lost_applied, lost_not_applied] = companions::lost_replies(history, &ops, logs);
+    let [lost_applied, lost_not_applied] = companions::lost_replies(&ops, &agreed);
     vec![
         order::one_leader_per_epoch(history),
-        reads::servers_agree(history, logs, clients_zxids),
-        reads::durability(history, &ops, logs),
+        reads::servers_agree(&agreed, clients_zxids),
+        reads::durability(history, &ops, logs, &agreed),
         order::linearizable_writes(history, &ops),
         order::single_system_image(history, &ops),
         // After the single system image, which names the narrower case first (a reply older
         // than one answered before the request was sent).
         order::fifo_client_order(history, &ops),
-        reads::sequentially_consistent_reads(history, &ops, logs),
+        reads::sequentially_consistent_reads(history, &ops, &agreed),
         order::sequential_suffixes(history, &ops),
         session_resumed(history),
         order::leader_changed_under_a_write(history, &ops),

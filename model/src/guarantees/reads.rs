@@ -21,6 +21,7 @@
 //! (the model's own tests do that).
 
 use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Included};
 
 use zkh_recipes::{Request, SessionId};
 
@@ -116,16 +117,44 @@ fn reply_text(reply: &Reply) -> String {
     }
 }
 
-/// The servers' agreed order, where the logs can give one (recorded, no data lost, no two
-/// servers disagreeing).
-pub(super) fn agreed_order<'a>(
-    history: &impl Entries,
-    logs: &'a CommitLogs,
-) -> Option<BTreeMap<i64, &'a Committed>> {
-    if not_judged(history, logs).is_some() {
-        return None;
+/// Why the logs give no agreed order: they cannot judge the history (none recorded, the data
+/// lost), or two servers disagree on a zxid (the detail).
+pub(super) enum Unjudged {
+    /// Why not, in words.
+    Why(&'static str),
+    /// Two servers applied different transactions as one zxid.
+    Disagree(String),
+}
+
+/// The servers' agreed order, merged once per history for every check that reads it.
+pub(super) type Agreed<'a> = Result<BTreeMap<i64, &'a Committed>, Unjudged>;
+
+/// The servers' agreed order of `history`'s run, where the logs can give one.
+pub(super) fn agree<'a>(history: &impl Entries, logs: &'a CommitLogs) -> Agreed<'a> {
+    if let Some(why) = not_judged(history, logs) {
+        return Err(Unjudged::Why(why));
     }
-    agreed(logs).ok()
+    agreed(logs).map_err(Unjudged::Disagree)
+}
+
+/// The agreed order, or a passing finding of `property` saying why it was not judged.
+fn order_or_unjudged<'b, 'a>(
+    agreed: &'b Agreed<'a>,
+    property: &'static str,
+) -> Result<&'b BTreeMap<i64, &'a Committed>, Finding> {
+    match agreed {
+        Ok(order) => Ok(order),
+        Err(unjudged) => {
+            let why = match unjudged {
+                Unjudged::Why(why) => why,
+                // "one transaction per zxid" reports it; no order to judge against.
+                Unjudged::Disagree(_) => "not judged: the servers disagree on a zxid",
+            };
+            Err(Finding::new(property, Class::Always, None, || {
+                (*why).to_owned()
+            }))
+        }
+    }
 }
 
 /// A transaction in words.
@@ -141,37 +170,46 @@ fn committed_text(txn: &Committed) -> String {
 
 /// One transaction per zxid on the servers' side: `clients` (the clients' side, from `order`)
 /// unless it holds and the servers' logs disagree.
-pub(super) fn servers_agree(
-    history: &impl Entries,
-    logs: &CommitLogs,
-    clients: Finding,
-) -> Finding {
-    if !clients.holds || not_judged(history, logs).is_some() {
-        return clients;
-    }
-    match agreed(logs) {
-        Ok(_) => clients,
-        Err(detail) => Finding::new(
+pub(super) fn servers_agree(agreed: &Agreed<'_>, clients: Finding) -> Finding {
+    match agreed {
+        Err(Unjudged::Disagree(detail)) if clients.holds => Finding::new(
             ONE_TRANSACTION_PER_ZXID,
             Class::Always,
-            Some(detail),
+            Some(detail.clone()),
             String::new,
         ),
+        _ => clients,
     }
 }
 
 /// Replays the agreed order into a fresh tree, one transaction at a time, checking that each
 /// takes the zxid the servers gave it.
-struct Replay<'a> {
+struct Replay<'b, 'a> {
     model: ZkModel,
-    order: std::iter::Peekable<std::collections::btree_map::IntoIter<i64, &'a Committed>>,
+    order: &'b BTreeMap<i64, &'a Committed>,
+    /// The zxid of the last transaction applied.
+    done: i64,
 }
 
-impl Replay<'_> {
-    /// Applies every transaction up to `zxid`; an error names one the replay could not apply
-    /// as the servers did.
+impl<'b, 'a> Replay<'b, 'a> {
+    /// A fresh tree, to replay `order` into.
+    fn new(order: &'b BTreeMap<i64, &'a Committed>) -> Self {
+        Replay {
+            model: ZkModel::new(),
+            order,
+            done: i64::MIN,
+        }
+    }
+
+    /// Applies every transaction up to `zxid` (called with zxids that never go down); an error
+    /// names one the replay could not apply as the servers did.
     fn up_to(&mut self, zxid: i64) -> Result<(), String> {
-        while let Some((at, txn)) = self.order.next_if(|(at, _)| *at <= zxid) {
+        if zxid <= self.done {
+            return Ok(());
+        }
+        let order = self.order;
+        for (&at, txn) in order.range((Excluded(self.done), Included(zxid))) {
+            self.done = at;
             let epoch = (at >> 32) as u32;
             if epoch > (self.model.last_zxid() >> 32) as u32 {
                 self.model.begin_epoch(epoch);
@@ -214,13 +252,15 @@ impl Replay<'_> {
 /// run (its disk, running or not) is the agreed order replayed up to its last zxid: nothing a
 /// server applied, and so nothing a client was answered, was rolled back (Programmer's Guide,
 /// "ZooKeeper guarantees": reliability; Zab: a committed transaction survives leader changes).
-pub(super) fn durability(history: &impl Entries, ops: &[Operation], logs: &CommitLogs) -> Finding {
-    if let Some(why) = not_judged(history, logs) {
-        return Finding::new(DURABILITY, Class::Always, None, || why.to_owned());
-    }
-    let Ok(order) = agreed(logs) else {
-        let why = "not judged: the servers disagree on a zxid";
-        return Finding::new(DURABILITY, Class::Always, None, || why.to_owned());
+pub(super) fn durability(
+    history: &impl Entries,
+    ops: &[Operation],
+    logs: &CommitLogs,
+    agreed: &Agreed<'_>,
+) -> Finding {
+    let order = match order_or_unjudged(agreed, DURABILITY) {
+        Ok(order) => order,
+        Err(unjudged) => return unjudged,
     };
     let acknowledged: Vec<&Operation> = ops
         .iter()
@@ -245,10 +285,7 @@ pub(super) fn durability(history: &impl Entries, ops: &[Operation], logs: &Commi
     let mut finals: Vec<&(u32, ZkModel)> = logs.finals.iter().collect();
     finals.sort_by_key(|(server, model)| (model.last_zxid(), *server));
     let transactions = order.len();
-    let mut replay = Replay {
-        model: ZkModel::new(),
-        order: order.into_iter().peekable(),
-    };
+    let mut replay = Replay::new(order);
     for (server, model) in &finals {
         let zxid = model.last_zxid();
         let diverged = match replay.up_to(zxid) {
@@ -301,19 +338,11 @@ fn first_difference(ours: &ZkModel, agreed: &ZkModel) -> Option<String> {
 pub(super) fn sequentially_consistent_reads(
     history: &impl Entries,
     ops: &[Operation],
-    logs: &CommitLogs,
+    agreed: &Agreed<'_>,
 ) -> Finding {
-    if let Some(why) = not_judged(history, logs) {
-        return Finding::new(SEQUENTIALLY_CONSISTENT_READS, Class::Always, None, || {
-            why.to_owned()
-        });
-    }
-    let Ok(order) = agreed(logs) else {
-        // "one transaction per zxid" reports it; no order to read against.
-        let why = "not judged: the servers disagree on a zxid";
-        return Finding::new(SEQUENTIALLY_CONSISTENT_READS, Class::Always, None, || {
-            why.to_owned()
-        });
+    let order = match order_or_unjudged(agreed, SEQUENTIALLY_CONSISTENT_READS) {
+        Ok(order) => order,
+        Err(unjudged) => return unjudged,
     };
     let transactions = order.len();
     let mut reads: Vec<&Operation> = (ops.iter())
@@ -321,10 +350,7 @@ pub(super) fn sequentially_consistent_reads(
         .filter(|op| op.answered.is_some())
         .collect();
     reads.sort_by_key(|op| op.answered.as_ref().map(|(at, _, zxid)| (*zxid, *at)));
-    let mut replay = Replay {
-        model: ZkModel::new(),
-        order: order.into_iter().peekable(),
-    };
+    let mut replay = Replay::new(order);
     let mut violation = None;
     for op in &reads {
         let Some((at, reply, zxid)) = &op.answered else {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use zkh_model::properties::{sometimes, Class, Finding};
+use zkh_model::properties::{sometimes, Finding};
 use zkh_model::History;
 use zkh_sim::cluster::Cluster;
 use zkh_sim::run::try_run_seed;
@@ -16,7 +16,7 @@ use zkh_sim::workload::ensemble;
 
 use super::{ClientCtx, CustomScenario, SimRecipe};
 use crate::report::Outcome;
-use crate::runner::TIME_LIMIT_S;
+use crate::runner::{verdict, TIME_LIMIT_S};
 
 /// What one seed of a user recipe's scenario gave.
 #[derive(Clone, Debug)]
@@ -127,36 +127,14 @@ pub fn run_one<R: SimRecipe>(
     }
 }
 
-/// The outcome of a run, in the order the built-in runner gives it.
+/// The outcome of a run, as the built-in runner gives it (every property of the recipe judged).
 fn judge(seed: u64, ran: Ran) -> CustomRun {
-    let first = |findings: &[Finding], class: Class| {
-        findings
-            .iter()
-            .find(|f| f.class == class && !f.holds)
-            .cloned()
-    };
-    let outcome = if let Some(f) = first(&ran.guarantees, Class::Always) {
-        Outcome::Violation {
-            property: f.property.to_owned(),
-            detail: format!("ZooKeeper's guarantee broken by the ensemble: {}", f.detail),
-        }
-    } else if let Some(f) = first(&ran.findings, Class::Always) {
-        Outcome::Violation {
-            property: f.property.to_owned(),
-            detail: f.detail,
-        }
-    } else if let Some(f) = first(&ran.findings, Class::Eventually) {
-        Outcome::Liveness {
-            property: f.property.to_owned(),
-            detail: f.detail,
-        }
-    } else if !ran.faults_not_fired.is_empty() {
-        Outcome::FaultsNotFired {
-            faults: ran.faults_not_fired,
-        }
-    } else {
-        Outcome::Pass
-    };
+    let outcome = verdict(
+        &ran.guarantees,
+        &ran.findings,
+        |_| true,
+        &ran.faults_not_fired,
+    );
     CustomRun {
         seed,
         outcome,
@@ -164,5 +142,16 @@ fn judge(seed: u64, ran: Ran) -> CustomRun {
         findings: ran.findings,
         guarantees: ran.guarantees,
         history: ran.history,
+    }
+}
+
+/// An outcome in words, its detail included (`VIOLATED ids unique: ID 2 was ...`).
+pub(crate) fn outcome_text(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Pass => "pass".to_owned(),
+        Outcome::Violation { property, detail } => format!("VIOLATED {property}: {detail}"),
+        Outcome::Liveness { property, detail } => format!("liveness {property}: {detail}"),
+        Outcome::FaultsNotFired { faults } => format!("planned faults never fired: {faults:?}"),
+        Outcome::Crash { message } => format!("the harness crashed: {message}"),
     }
 }

@@ -19,9 +19,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use zkh_model::properties::Finding;
 
-use super::host::{run_one, CustomRun};
+use super::host::{outcome_text, run_one, CustomRun};
 use super::{CustomScenario, SimRecipe};
-use crate::report::Outcome;
+use crate::report::{exit, Outcome};
 
 #[derive(Parser)]
 #[command(about = "Run your recipe on the simulated ZooKeeper ensemble (zkharness)")]
@@ -73,7 +73,7 @@ pub fn main<R: SimRecipe>(package: &str, version: &str) -> ExitCode {
                 Err(code) => return code,
             };
             let Some(variant) = pick_variant::<R>(variant.as_deref(), &scenario) else {
-                return ExitCode::from(64);
+                return ExitCode::from(exit::BAD_INPUT);
             };
             let run = run_one(&scenario, variant, seed);
             println!("{named}, variant {variant}, {} seed {seed}", scenario.file);
@@ -82,7 +82,7 @@ pub fn main<R: SimRecipe>(package: &str, version: &str) -> ExitCode {
             let trace = format!("{:016x}", run.trace);
             println!(
                 "result: {} seed={seed} trace={trace}",
-                outcome_word(&run.outcome)
+                outcome_text(&run.outcome)
             );
             if let Some(expected) = expect_trace.filter(|t| *t != trace) {
                 eprintln!(
@@ -90,9 +90,9 @@ pub fn main<R: SimRecipe>(package: &str, version: &str) -> ExitCode {
                      of {named} does not replay that run",
                     scenario.file
                 );
-                return ExitCode::from(4);
+                return ExitCode::from(exit::UNEXPECTED);
             }
-            ExitCode::from(exit_code(&run.outcome))
+            ExitCode::from(run.outcome.exit_code())
         }
         Command::Sweep { scenarios, seeds } => {
             let Some((start, end)) = seeds
@@ -101,7 +101,7 @@ pub fn main<R: SimRecipe>(package: &str, version: &str) -> ExitCode {
                 .filter(|(a, b)| a < b)
             else {
                 eprintln!("--seeds: expected START..END with START < END, found {seeds:?}");
-                return ExitCode::from(64);
+                return ExitCode::from(exit::BAD_INPUT);
             };
             let mut all_as_expected = true;
             for path in &scenarios {
@@ -110,12 +110,16 @@ pub fn main<R: SimRecipe>(package: &str, version: &str) -> ExitCode {
                     Err(code) => return code,
                 };
                 let Some(variant) = pick_variant::<R>(None, &scenario) else {
-                    return ExitCode::from(64);
+                    return ExitCode::from(exit::BAD_INPUT);
                 };
                 let as_expected = sweep_one(&named, &scenario, variant, start..end);
                 all_as_expected &= as_expected;
             }
-            ExitCode::from(if all_as_expected { 0 } else { 4 })
+            ExitCode::from(if all_as_expected {
+                exit::PASS
+            } else {
+                exit::UNEXPECTED
+            })
         }
     }
 }
@@ -162,7 +166,7 @@ fn sweep_one<R: SimRecipe>(
             println!(
                 "  seed {}: {} (rerun: run {} --seed {} --expect-trace {:016x})",
                 run.seed,
-                outcome_word(&run.outcome),
+                outcome_text(&run.outcome),
                 scenario.file,
                 run.seed,
                 run.trace
@@ -175,7 +179,7 @@ fn sweep_one<R: SimRecipe>(
 fn load<R: SimRecipe>(path: &std::path::Path) -> Result<CustomScenario<R>, ExitCode> {
     CustomScenario::<R>::load(path).map_err(|error| {
         eprintln!("{error}");
-        ExitCode::from(64)
+        ExitCode::from(exit::BAD_INPUT)
     })
 }
 
@@ -210,25 +214,5 @@ fn print_findings(title: &str, findings: &[Finding]) {
             (false, _) => "VIOLATED",
         };
         println!("  {verdict}  {}: {}", f.property, f.detail);
-    }
-}
-
-fn outcome_word(outcome: &Outcome) -> String {
-    match outcome {
-        Outcome::Pass => "pass".to_owned(),
-        Outcome::Violation { property, detail } => format!("violation {property}: {detail}"),
-        Outcome::Liveness { property, detail } => format!("liveness {property}: {detail}"),
-        Outcome::FaultsNotFired { faults } => format!("faults not fired: {faults:?}"),
-        Outcome::Crash { message } => format!("crash: {message}"),
-    }
-}
-
-fn exit_code(outcome: &Outcome) -> u8 {
-    match outcome {
-        Outcome::Pass => 0,
-        Outcome::Violation { .. } => 1,
-        Outcome::Liveness { .. } => 2,
-        Outcome::FaultsNotFired { .. } => 4,
-        Outcome::Crash { .. } => 70,
     }
 }

@@ -29,9 +29,9 @@ use std::path::{Path, PathBuf};
 
 use zkh_model::properties::{Class, Finding};
 
-use super::host::{run_one, CustomRun};
+use super::host::{outcome_text, run_one, CustomRun};
 use super::{CustomScenario, SimRecipe};
-use crate::report::Outcome;
+use crate::report::{FindingRecord, Outcome};
 
 /// A test of recipe `R`'s variant over scenarios and seeds (see the module docs).
 pub struct SimTest<R: SimRecipe> {
@@ -223,18 +223,8 @@ impl SimRuns {
     fn write(&self, scenario: &Ran, run: &CustomRun) -> PathBuf {
         let dir = target_dir().join("zkh").join(self.recipe);
         let path = dir.join(format!("{}-seed-{}.json", scenario.name, run.seed));
-        let findings = |findings: &[Finding]| -> Vec<serde_json::Value> {
-            (findings.iter())
-                .map(|f| {
-                    serde_json::json!({
-                        "property": f.property,
-                        "class": class_name(f.class),
-                        "holds": f.holds,
-                        "detail": f.detail,
-                        "evidence": f.evidence,
-                    })
-                })
-                .collect()
+        let records = |findings: &[Finding]| -> Vec<FindingRecord> {
+            findings.iter().map(FindingRecord::from).collect()
         };
         let report = serde_json::json!({
             "recipe": self.recipe,
@@ -243,8 +233,8 @@ impl SimRuns {
             "seed": run.seed,
             "outcome": run.outcome,
             "trace": format!("{:016x}", run.trace),
-            "findings": findings(&run.findings),
-            "guarantees": findings(&run.guarantees),
+            "findings": records(&run.findings),
+            "guarantees": records(&run.guarantees),
             "history": run.history,
             "rerun": rerun(run.seed),
         });
@@ -266,24 +256,6 @@ fn sometimes_names(runs: &[CustomRun]) -> Vec<&'static str> {
     names.sort_unstable();
     names.dedup();
     names
-}
-
-fn class_name(class: Class) -> &'static str {
-    match class {
-        Class::Always => "always",
-        Class::Eventually => "eventually",
-        Class::Sometimes => "sometimes",
-    }
-}
-
-fn outcome_text(outcome: &Outcome) -> String {
-    match outcome {
-        Outcome::Pass => "pass".to_owned(),
-        Outcome::Violation { property, detail } => format!("VIOLATED {property}: {detail}"),
-        Outcome::Liveness { property, detail } => format!("liveness {property}: {detail}"),
-        Outcome::FaultsNotFired { faults } => format!("planned faults never fired: {faults:?}"),
-        Outcome::Crash { message } => format!("the harness crashed: {message}"),
-    }
 }
 
 /// The command that reruns `seed` of the test running now (its thread is named after it).
