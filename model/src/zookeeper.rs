@@ -176,6 +176,18 @@ impl ZkModel {
         Some(notifications)
     }
 
+    /// A faulty close, for the guarantee checker's control only: `session` ends (its watches
+    /// forgotten, a zxid taken) but its ephemeral nodes stay, owned by a session that is gone.
+    /// ZooKeeper deletes them in the close's transaction ([`ZkModel::close_session`]).
+    pub fn close_session_keeping_ephemerals(&mut self, session: SessionId) -> bool {
+        if self.sessions.to_mut().remove(&session).is_none() {
+            return false;
+        }
+        self.next_zxid();
+        self.forget_watches(session);
+        true
+    }
+
     /// Deletes every container that has had children and has none left, each in its own
     /// transaction, as the server's container manager does on its timer.
     pub fn reap_containers(&mut self) -> Vec<Notification> {

@@ -11,6 +11,9 @@
 //! - **backup**: `exists("/master", watch)`; when the node is deleted, run for master again (if
 //!   it is already gone, at once).
 //! - `SessionExpired`: stop. The session, and with it any mastership, is gone for good.
+//! - Any other error (`NoNode` when the parent was wiped, for one): the book's `default:`
+//!   branches. A create or a check that fails so only logs the error, and the process waits for
+//!   good, not elected; an `exists` that fails so checks the master again.
 //!
 //! The book's master keeps acting while disconnected; only the expiry stops it. That is why its
 //! side effects need a fencing token (the `czxid` of `/master`): a master paused past its
@@ -192,8 +195,23 @@ impl MasterMachine {
             (Step::Watch, Ok(Response::Exists(None))) => self.issue(Step::Run, out),
             (Step::Watch, Ok(Response::Exists(Some(_)))) => {}
             (Step::Watch, Err(ZkError::ConnectionLoss)) => self.retry_later(Step::Watch, out),
+            // The book's `default:` branches. `masterCreateCallback`: not elected, the error
+            // logged, nothing more; `masterCheckCallback`: the error logged, nothing more. The
+            // process then waits for good (a parent wiped by data loss gives `NoNode`, for
+            // one): "leader elected" judges what that costs.
+            (Step::Run | Step::Check, Err(_)) => self.give_up(),
+            // `masterExistsCallback`'s `default:` checks the master again.
+            (Step::Watch, Err(_)) => self.issue(Step::Check, out),
             (step, other) => unreachable!("runForMaster: {step:?} answered {other:?}"),
         }
+    }
+
+    /// The book's master after an error it does not handle: not elected, and waiting on
+    /// nothing (no request, no retry, no watch it acts on).
+    fn give_up(&mut self) {
+        self.step = None;
+        self.retry = None;
+        self.role = None;
     }
 
     fn retry_later(&mut self, step: Step, out: &mut Vec<Command<MasterReport>>) {
@@ -428,5 +446,44 @@ mod tests {
         );
         master.handle(Input::Session(SessionEvent::Expired), &mut out);
         assert_eq!(out, [Command::Report(MasterReport::Stopped)]);
+    }
+
+    /// The book's `default:` branches: a create that fails otherwise leaves the process not
+    /// elected and waiting for good (no panic); an `exists` that fails otherwise checks again.
+    #[test]
+    fn an_unhandled_error_gives_up_as_the_book_does_and_a_failed_exists_checks_again() {
+        let (mut master, out) = ran(MasterMachine::new("/master", "me"), Err(ZkError::NoNode));
+        assert!(out.is_empty(), "nothing more: {out:?}");
+        assert!(!master.is_master());
+        let mut out = Vec::new();
+        let deleted = crate::WatchedEvent {
+            event_type: EventType::NodeDeleted,
+            path: "/master".into(),
+            zxid: -1,
+        };
+        master.handle(Input::Watch(deleted), &mut out);
+        assert!(
+            out.is_empty(),
+            "a process that gave up acts on nothing: {out:?}"
+        );
+
+        let (mut backup, out) = backup(MasterMachine::new("/master", "me"));
+        let (id, _) = op(&out);
+        let mut out = Vec::new();
+        backup.handle(
+            Input::Reply {
+                id,
+                result: Err(ZkError::NoAuth),
+            },
+            &mut out,
+        );
+        let (_, request) = op(&out);
+        assert_eq!(
+            request,
+            Request::GetData {
+                path: "/master".into(),
+                watch: false
+            }
+        );
     }
 }

@@ -168,7 +168,7 @@ pub async fn sharded_job(
         None => healed_us + config.settle_ms * 1000,
     };
     let first = (judged_from_us - origin_us).div_ceil(interval_us).max(1);
-    let last = (end_us - origin_us - interval_us / 2) / interval_us;
+    let last = (end_us - origin_us).saturating_sub(interval_us / 2) / interval_us;
     let findings = vec![
         properties::no_shard_executed_twice(&history, JOB),
         properties::no_shard_lost_since(&history, JOB, config.items, first..=last, judged_from_us),

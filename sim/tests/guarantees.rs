@@ -7,12 +7,13 @@
 //! epoch's first zxid instead of its transaction's: "one transaction per zxid" must catch two
 //! writes acknowledged with one zxid. Third, servers that label a read with the newest zxid
 //! they have heard of rather than the one they applied: "sequentially consistent reads" must
-//! catch a read whose answer is older than its zxid says.
+//! catch a read whose answer is older than its zxid says. Fourth, servers that expire a session
+//! and keep its ephemeral nodes: "a session's end is final" must name the session and the node.
 #![cfg(madsim)]
 
 use zkh_model::guarantees::{
     judge, DURABILITY, FIFO_CLIENT_ORDER, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS,
-    SINGLE_SYSTEM_IMAGE,
+    SESSION_END_IS_FINAL, SINGLE_SYSTEM_IMAGE,
 };
 use zkh_model::properties::Class;
 use zkh_recipes::lock::LockVariant;
@@ -148,6 +149,40 @@ fn a_new_leader_that_drops_what_it_logged_breaks_durability() {
     for seed in 0..WITHIN_SEEDS {
         assert_eq!(
             broken_under_leader_crashes(seed, ServerDefects::default()),
+            None,
+            "seed {seed}"
+        );
+    }
+}
+
+/// Server-side expiries of the lock's clients, whose lock nodes are ephemeral.
+fn expiries() -> FaultPlan {
+    FaultPlan {
+        random: Some(RandomFaults {
+            expire_session_per_s: 0.3,
+            ..RandomFaults::default()
+        }),
+        ..FaultPlan::default()
+    }
+}
+
+#[test]
+fn servers_that_keep_an_expired_sessions_ephemerals_break_a_sessions_end_is_final() {
+    let defect = ServerDefects {
+        keep_ephemerals_on_expiry: true,
+        ..ServerDefects::default()
+    };
+    let caught =
+        (0..WITHIN_SEEDS).find_map(|seed| broken_under(seed, defect, expiries).map(|b| (seed, b)));
+    let (seed, broken_guarantee) = caught.expect("the control is caught within its seeds");
+    println!("caught at seed {seed}: {broken_guarantee}");
+    assert!(
+        broken_guarantee.starts_with(SESSION_END_IS_FINAL),
+        "{broken_guarantee}"
+    );
+    for seed in 0..WITHIN_SEEDS {
+        assert_eq!(
+            broken_under(seed, ServerDefects::default(), expiries),
             None,
             "seed {seed}"
         );

@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use zkh_model::HistoryEvent;
 use zkh_recipes::{CreateMode, ZkClient, ZkError};
-use zkh_scenarios::custom::{ClientCtx, ClientRun, Property, SimRecipe, Violation};
+use zkh_scenarios::custom::{ClientCtx, ClientRun, ConfigError, Property, SimRecipe, Violation};
 
 /// The counter's path.
 pub const COUNTER: &str = "/ids/counter";
@@ -66,6 +66,16 @@ impl SimRecipe for IdAllocator {
     fn client(variant: &'static str, config: &Config, ctx: ClientCtx) -> ClientRun {
         let pause_ms = config.pause_ms.unwrap_or(100);
         Box::pin(allocate_for_ever(variant, pause_ms, ctx))
+    }
+
+    fn check_config(config: &Config) -> Result<(), ConfigError> {
+        match config.pause_ms {
+            Some(pause_ms) if !(1..=60_000).contains(&pause_ms) => Err(ConfigError::new(
+                "pause_ms",
+                format!("expected 1 to 60000 ms between allocations, found {pause_ms}"),
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn properties(_: &Config) -> Vec<Property> {

@@ -71,6 +71,19 @@ fn a_bad_file_or_variant_is_bad_input_named_by_place() {
         text.contains("zkh-id-allocator-bad.toml:3:11: workload.clients: expected 1 to 16 clients"),
         "{text}"
     );
+    std::fs::write(
+        &path,
+        "[workload]\nrecipe = \"id-allocator\"\n\n[workload.config]\npause_ms = 0\n",
+    )
+    .expect("written");
+    let (code, text) = allocator(&["run", path.to_str().expect("a path")]);
+    assert_eq!(code, 64, "the recipe's own configuration check: {text}");
+    assert!(
+        text.contains(
+            "zkh-id-allocator-bad.toml:5:12: workload.config.pause_ms: expected 1 to 60000 ms"
+        ),
+        "{text}"
+    );
     let (code, text) = allocator(&["run", "scenarios/harsh.toml", "--variant", "optimistic"]);
     assert_eq!(code, 64, "{text}");
     assert!(

@@ -83,6 +83,26 @@ fn a_bad_scenario_file_names_the_file_line_column_and_field() {
         "bad.toml:3:11: workload.variant: id-allocator has no variant \"optimistic\" (known: \
          correct, unversioned, loss-as-success)"
     );
+    let text = "[workload]\nrecipe = \"id-allocator\"\n\n[workload.config]\npause_ms = 0\n";
+    let error = CustomScenario::<IdAllocator>::parse("bad.toml", "bad", text)
+        .err()
+        .expect("the recipe's own check refuses it");
+    assert_eq!(
+        error.to_string(),
+        "bad.toml:5:12: workload.config.pause_ms: expected 1 to 60000 ms between allocations, \
+         found 0"
+    );
+    let text =
+        "[workload]\nrecipe = \"id-allocator\"\n\n[phases]\nfault_ms = 18446744073709551615\n";
+    let error = CustomScenario::<IdAllocator>::parse("bad.toml", "bad", text)
+        .err()
+        .expect("phases that overflow a sum are refused");
+    assert!(
+        error
+            .to_string()
+            .starts_with("bad.toml:5:12: phases.fault_ms: the fault and liveness phases together"),
+        "{error}"
+    );
     let text = "[workload]\nrecipe = \"lock\"\n";
     let error = CustomScenario::<IdAllocator>::parse("bad.toml", "bad", text)
         .err()

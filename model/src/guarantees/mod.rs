@@ -16,6 +16,7 @@
 //! | [`SINGLE_SYSTEM_IMAGE`] | always | Programmer's Guide, "Consistency Guarantees": a client sees the same view whatever server it connects to, never an older one | within a session, a reply never carries a zxid below one the session had already been answered with before it issued the request |
 //! | [`DURABILITY`] | always | Programmer's Guide, "ZooKeeper guarantees" (reliability: once applied, a change persists); Zab (a committed transaction survives leader changes) | each acknowledged write is in the servers' agreed order at its zxid, and each server's final state is that order replayed to its last zxid |
 //! | [`SEQUENTIALLY_CONSISTENT_READS`] | always | Programmer's Guide, "ZooKeeper guarantees" (sequential consistency); ZooKeeper paper 2.3 (reads served from the local replica) | each answered read equals the tree after the servers' agreed transactions up to its zxid (`reads`, from the commit logs) |
+//! | [`SESSION_END_IS_FINAL`] | always | Programmer's Guide, "ZooKeeper Sessions" and "Ephemeral Nodes"; ZooKeeper paper 2.2 | after the close's zxid in the agreed order, no successful reply to the session carries a higher zxid, and no server's final state keeps one of its ephemerals (`sessions`) |
 //! | [`SEQUENTIAL_SUFFIXES`] | always | Programmer's Guide, "Sequence Nodes": a counter unique to the parent | the suffixes created under one parent are unique, and grow with the zxid |
 //!
 //! Each is judged on what a client saw, so it is sound on any history: an operation whose
@@ -34,13 +35,13 @@
 //!
 //! Not judged yet (they need what is not recorded: the server a connection reached, replies in
 //! arrival order rather than in the order the recipe took them, a final read of every path
-//! after the heal): atomicity of a multi, watch order and one-shot firing, expiry
-//! being terminal, sync.
+//! after the heal): atomicity of a multi, watch order and one-shot firing, sync.
 
 mod companions;
 mod ops;
 mod order;
 mod reads;
+mod sessions;
 
 use crate::history::{Entries, HistoryEvent};
 use crate::properties::{Class, Finding};
@@ -58,6 +59,8 @@ pub const LINEARIZABLE_WRITES: &str = "linearizable writes";
 pub const FIFO_CLIENT_ORDER: &str = "FIFO client order";
 /// A session never sees an older view than one it has seen.
 pub const SINGLE_SYSTEM_IMAGE: &str = "single system image";
+/// Once a session has ended, no server answers it and none keeps its ephemerals.
+pub const SESSION_END_IS_FINAL: &str = "a session's end is final";
 /// Nothing acknowledged or applied is rolled back.
 pub const DURABILITY: &str = "durability";
 /// Each read equals the tree after the agreed transactions up to its zxid.
@@ -76,9 +79,10 @@ pub const LOST_REPLY_APPLIED: &str = "a write with a lost reply was applied";
 pub const LOST_REPLY_NOT_APPLIED: &str = "a write with a lost reply was not applied";
 
 /// Every guarantee judged, then its `sometimes` companions, in report order.
-pub const GUARANTEES: [&str; 13] = [
+pub const GUARANTEES: [&str; 14] = [
     ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID,
+    SESSION_END_IS_FINAL,
     DURABILITY,
     LINEARIZABLE_WRITES,
     SINGLE_SYSTEM_IMAGE,
@@ -108,6 +112,9 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
     vec![
         order::one_leader_per_epoch(history),
         reads::servers_agree(&agreed, clients_zxids),
+        // Before durability, which also sees a kept ephemeral (as a final tree unlike the
+        // agreed order's) but cannot name the session.
+        sessions::session_end_is_final(history, &ops, logs, &agreed),
         reads::durability(history, &ops, logs, &agreed),
         order::linearizable_writes(history, &ops),
         order::single_system_image(history, &ops),
@@ -143,6 +150,10 @@ pub fn explanation(name: &str) -> &'static str {
         SINGLE_SYSTEM_IMAGE => {
             "ZooKeeper: a session never sees an older view of the tree than one it has seen, \
              whatever server it reconnects to."
+        }
+        SESSION_END_IS_FINAL => {
+            "ZooKeeper: once a session has expired or been closed, no server answers it, and \
+             its ephemeral nodes are gone from every server that applied the end."
         }
         DURABILITY => {
             "ZooKeeper: a write once acknowledged, or applied by any server, is never rolled \

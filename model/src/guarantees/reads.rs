@@ -138,7 +138,7 @@ pub(super) fn agree<'a>(history: &impl Entries, logs: &'a CommitLogs) -> Agreed<
 }
 
 /// The agreed order, or a passing finding of `property` saying why it was not judged.
-fn order_or_unjudged<'b, 'a>(
+pub(super) fn order_or_unjudged<'b, 'a>(
     agreed: &'b Agreed<'a>,
     property: &'static str,
 ) -> Result<&'b BTreeMap<i64, &'a Committed>, Finding> {

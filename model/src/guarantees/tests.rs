@@ -467,3 +467,90 @@ fn a_stale_read_of_another_sessions_write_is_seen_and_a_fresh_one_is_not() {
     b.answer(1, r, Response::Data(Vec::new(), stat()), 6);
     assert!(seen(&judge(&b.history, &CommitLogs::new())));
 }
+
+/// A session with an ephemeral node that then expires, applied as a server would: the log,
+/// the session, the zxid of its end, and the tree after it.
+fn an_ephemeral_then_the_end() -> (CommitLogs, SessionId, i64, ZkModel) {
+    let mut zk = ZkModel::new();
+    zk.begin_epoch(1);
+    let session = zk.open_session();
+    let opened = zk.last_zxid();
+    let create = Request::Create {
+        path: "/e".to_owned(),
+        data: Vec::new(),
+        mode: CreateMode::Ephemeral,
+    };
+    zk.apply(session, &create);
+    let created = zk.last_zxid();
+    let mut kept = zk.clone();
+    zk.close_session(session).expect("a live session");
+    let ended = zk.last_zxid();
+    kept.close_session_keeping_ephemerals(session);
+    assert_eq!(
+        kept.last_zxid(),
+        ended,
+        "the faulty close takes the same zxid"
+    );
+    let log = vec![
+        (opened, Committed::OpenSession(session)),
+        (
+            created,
+            Committed::Write {
+                session,
+                request: create,
+            },
+        ),
+        (ended, Committed::CloseSession(session)),
+    ];
+    let logs = CommitLogs {
+        applied: vec![log],
+        finals: vec![(1, zk.clone()), (2, kept)],
+    };
+    (logs, session, ended, zk)
+}
+
+#[test]
+fn a_reply_after_a_sessions_end_or_an_ephemeral_kept_past_it_is_caught() {
+    let (mut logs, session, ended, _) = an_ephemeral_then_the_end();
+    let end_is_final = |b: &Build, logs: &CommitLogs| {
+        judge(&b.history, logs)
+            .into_iter()
+            .find(|f| f.property == SESSION_END_IS_FINAL)
+            .expect("judged")
+    };
+    // Server 2 kept the ephemeral past the end.
+    let mut b = Build::default();
+    let kept = end_is_final(&b, &logs);
+    assert!(!kept.holds);
+    assert!(
+        kept.detail.starts_with("server 2 ended at zxid")
+            && kept
+                .detail
+                .contains("still holding /e, an ephemeral node of session"),
+        "{}",
+        kept.detail
+    );
+    // Without it: a read answered below the end by a lagging server is fine...
+    logs.finals.pop();
+    let r = b.invoke(0, session.0, get("/e"));
+    b.answer(0, r, Response::Data(Vec::new(), stat()), ended - 1);
+    let fine = end_is_final(&b, &logs);
+    assert!(fine.holds, "{fine:?}");
+    assert!(
+        fine.detail.starts_with("1 sessions ended"),
+        "{}",
+        fine.detail
+    );
+    // ...and one answered by a server that had applied the end is not.
+    let late = b.invoke(0, session.0, get("/e"));
+    b.answer(0, late, Response::Data(Vec::new(), stat()), ended + 1);
+    let answered = end_is_final(&b, &logs);
+    assert!(!answered.holds);
+    assert!(
+        answered.detail.contains("was answered ok at zxid")
+            && answered.detail.contains("after the session ended at zxid"),
+        "{}",
+        answered.detail
+    );
+    assert_eq!(answered.evidence.len(), 2, "the request and its reply");
+}

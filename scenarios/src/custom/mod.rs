@@ -95,4 +95,31 @@ pub trait SimRecipe: Send + Sync + 'static {
 
     /// The properties judged on each run's history.
     fn properties(config: &Self::Config) -> Vec<Property>;
+
+    /// Refuses a configuration the recipe cannot run (a knob out of its range), before any
+    /// run: the scenario's error names the file, the line and column of `[workload.config]`'s
+    /// field, and the message. The default accepts every configuration that deserializes.
+    fn check_config(config: &Self::Config) -> Result<(), ConfigError> {
+        let _ = config;
+        Ok(())
+    }
+}
+
+/// A configuration a recipe refuses: which knob of `[workload.config]`, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The knob's name within `[workload.config]` (for example `pause_ms`).
+    pub field: String,
+    /// What was expected and what was found.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// Knob `field` refused, with `message`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
 }

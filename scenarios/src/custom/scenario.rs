@@ -35,7 +35,8 @@ use zkh_sim::fault::FaultPlan;
 
 use super::SimRecipe;
 use crate::scenario::{
-    check, check_ensemble, check_faults, deserialize_checked, read, Expect, Phases, ScenarioError,
+    check, check_ensemble, check_faults, check_phases, deserialize_checked, read, Expect, Phases,
+    ScenarioError,
 };
 
 fn three() -> u32 {
@@ -151,9 +152,15 @@ impl<R: SimRecipe> CustomScenario<R> {
                     }
                 };
                 check_ensemble(w.servers, w.clients, w.session_timeout_ms)?;
+                R::check_config(&w.config).map_err(|refused| {
+                    (
+                        format!("workload.config.{}", refused.field),
+                        refused.message,
+                    )
+                })?;
                 let fault_ms = file.phases.fault_ms.unwrap_or(20_000);
                 let liveness_ms = file.phases.liveness_ms.unwrap_or(15_000);
-                check(fault_ms > 0, "phases.fault_ms", "expected more than 0 ms")?;
+                check_phases(fault_ms, liveness_ms)?;
                 check_faults(&file.faults, w.clients, w.servers, fault_ms)?;
                 if let Some(property) = &file.expect.violation {
                     let names: Vec<&str> = (R::properties(&w.config).iter())

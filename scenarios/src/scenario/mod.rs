@@ -57,7 +57,7 @@ use zkh_sim::fault::FaultPlan;
 pub(crate) use parse::{deserialize_checked, read};
 pub use parse::{load, parse, Loaded, ScenarioError};
 #[cfg(madsim)]
-pub(crate) use resolve::{check, check_ensemble, check_faults};
+pub(crate) use resolve::{check, check_ensemble, check_faults, check_phases};
 pub use resolve::{judged_properties, Resolved, SimRecipe};
 
 /// A scenario file as written.

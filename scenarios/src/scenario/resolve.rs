@@ -10,7 +10,7 @@ use zkh_recipes::lock::LockVariant;
 use zkh_recipes::master::MasterVariant;
 use zkh_sim::fault::{Fault, FaultPlan, NodeRef, ServerRef};
 
-use super::{RecipeName, ScenarioFile};
+use super::{RecipeName, ScenarioFile, ShardedApp};
 
 /// A recipe and its variant, typed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,18 +240,26 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         "workload.sharded.items",
         format!("expected 1 to 64 items, found {items}"),
     )?;
-    let positive = |value: Option<u64>, path: &str| {
-        check(
-            value != Some(0),
-            path,
-            "expected a positive number of milliseconds, found 0",
-        )
-    };
-    positive(
-        sharded.cycle_interval_ms,
-        "workload.sharded.cycle_interval_ms",
+    let lengths = [
+        (sharded.cycle_interval_ms, true, "sharded.cycle_interval_ms"),
+        (sharded.settle_ms, false, "sharded.settle_ms"),
+        (sharded.judged_from_ms, false, "sharded.judged_from_ms"),
+        (leader_job.interval_ms, true, "leader_job.interval_ms"),
+        (stock.critical_ms, false, "stock.critical_ms"),
+    ];
+    for (value_ms, positive, path) in lengths {
+        if let Some(value_ms) = value_ms {
+            check_length(value_ms, positive, format!("workload.{path}"))?;
+        }
+    }
+    check(
+        stock.initial_units.is_none_or(|units| units >= 0),
+        "workload.stock.initial_units",
+        format!(
+            "expected 0 or more units, found {}",
+            stock.initial_units.unwrap_or_default()
+        ),
     )?;
-    positive(leader_job.interval_ms, "workload.leader_job.interval_ms")?;
     let fault_ms = file.phases.fault_ms.unwrap_or(20_000);
     let liveness_ms = file
         .phases
@@ -261,20 +269,16 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         file.phases
             .leader_within_ms
             .unwrap_or(if is_job { 20_000 } else { 10_000 });
-    check(
-        fault_ms + liveness_ms <= 500_000,
-        "phases.fault_ms",
-        format!(
-            "the fault and liveness phases together may last 500000 ms at most, found {}",
-            fault_ms + liveness_ms
-        ),
-    )?;
+    check_phases(fault_ms, liveness_ms)?;
     check(
         leader_within_ms <= liveness_ms,
         "phases.leader_within_ms",
         format!("expected at most the liveness phase ({liveness_ms} ms), found {leader_within_ms}"),
     )?;
     check_faults(&file.faults, w.clients, w.servers, fault_ms)?;
+    if is_job {
+        check_judged_cycles(&sharded, fault_ms, liveness_ms)?;
+    }
     let judged = judged_properties(w.recipe);
     let known = |name: &str, path: String| {
         check(
@@ -346,6 +350,68 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
     })
 }
 
+/// The longest run a scenario may ask for: its fault and liveness phases together.
+pub(crate) const LONGEST_RUN_MS: u64 = 500_000;
+
+/// A fault phase of at least 1 ms and the two phases together at most [`LONGEST_RUN_MS`]
+/// (summed without overflow: `u64::MAX` is refused, not wrapped).
+pub(crate) fn check_phases(fault_ms: u64, liveness_ms: u64) -> Result<(), Problem> {
+    check(fault_ms > 0, "phases.fault_ms", "expected more than 0 ms")?;
+    let total = fault_ms.checked_add(liveness_ms);
+    check(
+        total.is_some_and(|total| total <= LONGEST_RUN_MS),
+        "phases.fault_ms",
+        format!(
+            "the fault and liveness phases together may last {LONGEST_RUN_MS} ms at most, found {}",
+            total.map_or_else(|| "more than u64 can hold".to_owned(), |t| t.to_string())
+        ),
+    )
+}
+
+/// A length of time in a scenario (a pause, a partition, a delay, an interval): more than 0 ms
+/// when `positive`, and never longer than the longest run.
+pub(crate) fn check_length(
+    value_ms: u64,
+    positive: bool,
+    path: impl Into<String>,
+) -> Result<(), Problem> {
+    check(
+        (!positive || value_ms > 0) && value_ms <= LONGEST_RUN_MS,
+        path,
+        format!(
+            "expected {} to {LONGEST_RUN_MS} ms, found {value_ms}",
+            u64::from(positive)
+        ),
+    )
+}
+
+/// "No shard lost" judges the cycles that fire from `judged_from_ms` (or the heal plus
+/// `settle_ms`) and are half a cycle old when the run ends: a scenario in which none is would
+/// pass it without judging anything, so it is refused. (The instances start a few milliseconds
+/// into the run; the check takes them to start at 0.)
+fn check_judged_cycles(
+    sharded: &ShardedApp,
+    fault_ms: u64,
+    liveness_ms: u64,
+) -> Result<(), Problem> {
+    let interval_ms = sharded.cycle_interval_ms.unwrap_or(10_000);
+    let from_ms = sharded
+        .judged_from_ms
+        .unwrap_or(fault_ms + sharded.settle_ms.unwrap_or(10_000));
+    let first = from_ms.div_ceil(interval_ms).max(1);
+    let last = (fault_ms + liveness_ms).saturating_sub(interval_ms / 2) / interval_ms;
+    check(
+        first <= last,
+        "workload.sharded.cycle_interval_ms",
+        format!(
+            "a cycle of {interval_ms} ms leaves no cycle to judge: \"no shard lost\" judges the \
+             cycles that fire from {from_ms} ms and are half a cycle old when the run ends at {} \
+             ms (a shorter cycle, or a longer liveness phase)",
+            fault_ms + liveness_ms
+        ),
+    )
+}
+
 pub(crate) fn check_faults(
     plan: &FaultPlan,
     clients: u32,
@@ -359,7 +425,7 @@ pub(crate) fn check_faults(
             format!("{at}.at_ms"),
             format!(
                 "expected a time within the fault phase (0 to {} ms), found {}: it would never fire",
-                fault_ms - 1,
+                fault_ms.saturating_sub(1),
                 scripted.at_ms
             ),
         )?;
@@ -409,6 +475,13 @@ pub(crate) fn check_faults(
                 format!("expected a rate from 0 to 10 per second, found {rate}"),
             )?;
         }
+        for (name, length_ms) in [
+            ("pause_ms", random.pause_ms),
+            ("partition_ms", random.partition_ms),
+            ("restart_after_ms", random.restart_after_ms),
+        ] {
+            check_length(length_ms, false, format!("faults.random.{name}"))?;
+        }
     }
     Ok(())
 }
@@ -420,7 +493,7 @@ fn check_fault(fault: &Fault, at: &str, clients: u32, servers: u32) -> Result<()
             format!("{at}.client"),
             format!(
                 "expected a client from 0 to {}, found {client}",
-                clients - 1
+                clients.saturating_sub(1)
             ),
         )
     };
@@ -437,13 +510,39 @@ fn check_fault(fault: &Fault, at: &str, clients: u32, servers: u32) -> Result<()
         | Fault::DropReply { client }
         | Fault::ExpireSession { client }
         | Fault::ClientSideExpiry { client }
-        | Fault::CrashClient { client }
-        | Fault::PauseClient { client, .. }
-        | Fault::DelayWatch { client, .. } => client_ok(*client),
-        Fault::KillServer { server }
-        | Fault::RestartServer { server }
-        | Fault::SlowFollower { server, .. } => server_ok(server, format!("{at}.server")),
-        Fault::Partition { a, b, .. } => {
+        | Fault::CrashClient { client } => client_ok(*client),
+        Fault::PauseClient {
+            client,
+            duration_ms,
+        } => {
+            check_length(*duration_ms, true, format!("{at}.duration_ms"))?;
+            client_ok(*client)
+        }
+        Fault::DelayWatch {
+            client,
+            delay_ms,
+            duration_ms,
+        } => {
+            check_length(*delay_ms, false, format!("{at}.delay_ms"))?;
+            check_length(*duration_ms, true, format!("{at}.duration_ms"))?;
+            client_ok(*client)
+        }
+        Fault::KillServer { server } | Fault::RestartServer { server } => {
+            server_ok(server, format!("{at}.server"))
+        }
+        Fault::SlowFollower {
+            server,
+            delay_ms,
+            duration_ms,
+        } => {
+            check_length(*delay_ms, false, format!("{at}.delay_ms"))?;
+            check_length(*duration_ms, true, format!("{at}.duration_ms"))?;
+            server_ok(server, format!("{at}.server"))
+        }
+        Fault::Partition {
+            a, b, duration_ms, ..
+        } => {
+            check_length(*duration_ms, true, format!("{at}.duration_ms"))?;
             for (side, nodes) in [("a", a), ("b", b)] {
                 check(
                     !nodes.is_empty(),

@@ -141,11 +141,18 @@ impl Server {
                 let fired = {
                     let mut disk = lock(&self.shared.disk);
                     disk.session_timeouts.remove(&session);
-                    match disk.model.close_session(session) {
-                        Some(fired) => fired,
-                        None => {
+                    if expired && self.config.defects.keep_ephemerals_on_expiry {
+                        if !disk.model.close_session_keeping_ephemerals(session) {
                             disk.model.apply_noop();
-                            Vec::new()
+                        }
+                        Vec::new()
+                    } else {
+                        match disk.model.close_session(session) {
+                            Some(fired) => fired,
+                            None => {
+                                disk.model.apply_noop();
+                                Vec::new()
+                            }
                         }
                     }
                 };

@@ -123,6 +123,9 @@ pub struct ServerDefects {
     /// applied here (the simulator's own behaviour until FIFO client order was judged): the
     /// read does not see the write, breaking FIFO client order.
     pub reads_pass_own_writes: bool,
+    /// Expire a session without deleting its ephemeral nodes: they outlive the session that
+    /// owned them, breaking "a session's end is final".
+    pub keep_ephemerals_on_expiry: bool,
 }
 
 impl ServerConfig {
