@@ -13,6 +13,7 @@
 //! test a fact.
 
 pub mod check;
+pub mod claims;
 pub mod guarantees;
 pub mod history;
 pub mod history_text;

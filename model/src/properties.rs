@@ -140,6 +140,10 @@ pub fn explanation(name: &str) -> &'static str {
         "no shard lost" => {
             "Each (job, item, cycle) of the judged cycles runs once the faults heal."
         }
+        "claims are owned" => {
+            "When the run ends, each client that believes it holds a role holds it by a node \
+             that exists and is owned by its current session."
+        }
         "role changed hands after a loss" => {
             "Sometimes: a role passed to another client after its holder lost its session."
         }

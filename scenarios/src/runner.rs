@@ -9,6 +9,7 @@
 //! first violated `eventually` one, else [`Outcome::FaultsNotFired`] if a planned fault did not
 //! happen, else a pass.
 
+use zkh_model::claims::claims_owned_at_end;
 use zkh_model::properties::{wakeups, Class, Finding};
 use zkh_model::History;
 use zkh_recipes::fencing::Fencing;
@@ -114,8 +115,11 @@ pub(crate) fn verdict(
     }
 }
 
-fn judge(scenario: &Resolved, seed: u64, outcome: WorkloadOutcome) -> RunResult {
+fn judge(scenario: &Resolved, seed: u64, mut outcome: WorkloadOutcome) -> RunResult {
     let guarantees = zkh_model::guarantees::judge(&outcome.history, &outcome.commit_logs);
+    // Judged here, not by the workloads: it needs the servers' final states.
+    let claims = claims_owned_at_end(&outcome.history, &outcome.commit_logs.finals);
+    outcome.findings.push(claims);
     let verdict = verdict(
         &guarantees,
         &outcome.findings,

@@ -36,16 +36,21 @@ pub fn judged_properties(recipe: RecipeName) -> &'static [&'static str] {
             "no oversell",
             "herd free",
             "leader elected",
+            "claims are owned",
         ],
-        RecipeName::Latch | RecipeName::Election => {
-            &["single acting master", "herd free", "leader elected"]
-        }
-        RecipeName::Master => &["single acting master", "leader elected"],
+        RecipeName::Latch | RecipeName::Election => &[
+            "single acting master",
+            "herd free",
+            "leader elected",
+            "claims are owned",
+        ],
+        RecipeName::Master => &["single acting master", "leader elected", "claims are owned"],
         RecipeName::Job => &[
             "no shard executed twice",
             "no shard lost",
             "runs when scheduled",
             "leader elected",
+            "claims are owned",
         ],
     }
 }
