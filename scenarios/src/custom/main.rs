@@ -60,6 +60,10 @@ enum Command {
 /// Runs the command line for recipe `R`, of crate `package` at `version`.
 pub fn main<R: SimRecipe>(package: &str, version: &str) -> ExitCode {
     let cli = Cli::parse();
+    if let Some(problem) = super::registration_problem::<R>() {
+        eprintln!("{problem}");
+        return ExitCode::from(exit::BAD_INPUT);
+    }
     let named = format!("{} ({package} {version})", R::NAME);
     match cli.command {
         Command::Run {

@@ -105,6 +105,56 @@ pub trait SimRecipe: Send + Sync + 'static {
     }
 }
 
+/// Why recipe `R` cannot be registered, if it cannot: its name is a built-in recipe's (a
+/// scenario naming it would be ambiguous) or not a lowercase kebab-case word, or its variants are
+/// none or repeat one. The binary ([`main`]) refuses it with exit 64 and [`sim`] panics with it,
+/// before anything runs.
+pub fn registration_problem<R: SimRecipe>() -> Option<String> {
+    let name = R::NAME;
+    let built_in = crate::scenario::RecipeName::ALL
+        .iter()
+        .any(|recipe| recipe.as_str() == name);
+    let kebab = |word: &str| {
+        !word.is_empty()
+            && !word.starts_with('-')
+            && !word.ends_with('-')
+            && word
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    if built_in {
+        let names: Vec<&str> = crate::scenario::RecipeName::ALL
+            .iter()
+            .map(|recipe| recipe.as_str())
+            .collect();
+        return Some(format!(
+            "recipe \"{name}\" cannot be registered: the name is a built-in recipe's (built in: \
+             {}); give it a name of its own",
+            names.join(", ")
+        ));
+    }
+    if !kebab(name) {
+        return Some(format!(
+            "recipe \"{name}\" cannot be registered: a name is lowercase letters, digits and \
+             inner hyphens (as a scenario's recipe = \"...\" writes it)"
+        ));
+    }
+    if R::VARIANTS.is_empty() {
+        return Some(format!(
+            "recipe \"{name}\" cannot be registered: it has no variant (the first is the \
+             correct recipe)"
+        ));
+    }
+    let repeated = (R::VARIANTS.iter().enumerate())
+        .find(|(index, variant)| R::VARIANTS[..*index].contains(variant));
+    if let Some((_, variant)) = repeated {
+        return Some(format!(
+            "recipe \"{name}\" cannot be registered: variant \"{variant}\" is listed twice"
+        ));
+    }
+    None
+}
+
 /// A configuration a recipe refuses: which knob of `[workload.config]`, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError {

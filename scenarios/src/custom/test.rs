@@ -44,8 +44,12 @@ pub struct SimTest<R: SimRecipe> {
 /// Starts a test of `R`'s `variant` (one of [`SimRecipe::VARIANTS`]).
 ///
 /// # Panics
-/// If `R` has no such variant: the message lists them.
+/// If `R` has no such variant (the message lists them), or cannot be registered
+/// ([`super::registration_problem`]).
 pub fn sim<R: SimRecipe>(variant: &str) -> SimTest<R> {
+    if let Some(problem) = super::registration_problem::<R>() {
+        panic!("{problem}");
+    }
     let variant = R::VARIANTS
         .iter()
         .find(|v| **v == variant)

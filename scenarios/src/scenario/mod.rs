@@ -107,6 +107,15 @@ pub enum RecipeName {
 }
 
 impl RecipeName {
+    /// Every built-in recipe.
+    pub const ALL: [RecipeName; 5] = [
+        RecipeName::Lock,
+        RecipeName::Latch,
+        RecipeName::Election,
+        RecipeName::Master,
+        RecipeName::Job,
+    ];
+
     /// The name as a scenario writes it.
     pub fn as_str(self) -> &'static str {
         match self {
