@@ -9,11 +9,13 @@
 //! they have heard of rather than the one they applied: "sequentially consistent reads" must
 //! catch a read whose answer is older than its zxid says. Fourth, servers that expire a session
 //! and keep its ephemeral nodes: "a session's end is final" must name the session and the node.
+//! Fifth, servers that name a sequential node by its parent's number of children: "sequential
+//! suffixes unique" must catch a suffix used again.
 #![cfg(madsim)]
 
 use zkh_model::guarantees::{
     judge, DURABILITY, FIFO_CLIENT_ORDER, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS,
-    SESSION_END_IS_FINAL, SINGLE_SYSTEM_IMAGE,
+    SEQUENTIAL_SUFFIXES, SESSION_END_IS_FINAL, SINGLE_SYSTEM_IMAGE,
 };
 use zkh_model::properties::Class;
 use zkh_recipes::lock::LockVariant;
@@ -187,6 +189,48 @@ fn servers_that_keep_an_expired_sessions_ephemerals_break_a_sessions_end_is_fina
             "seed {seed}"
         );
     }
+}
+
+/// Every always-guarantee the lock's run of `seed` under `faults` breaks, with its detail.
+fn all_broken(seed: u64, defects: ServerDefects, faults: fn() -> FaultPlan) -> Vec<String> {
+    let config = WorkloadConfig {
+        defects,
+        ..WorkloadConfig::default()
+    };
+    let outcome = run_seed(seed, 600, move |s| {
+        workload::stock(s, LockVariant::Correct, config, faults())
+    });
+    judge(&outcome.history, &outcome.commit_logs)
+        .into_iter()
+        .filter(|f| f.class == Class::Always && !f.holds)
+        .map(|f| format!("{}: {}", f.property, f.detail))
+        .collect()
+}
+
+/// No fault: the lock's clients create and delete their sequential nodes all the time.
+fn no_faults() -> FaultPlan {
+    FaultPlan::default()
+}
+
+#[test]
+fn servers_that_name_a_sequential_node_by_its_parents_child_count_break_unique_suffixes() {
+    let defect = ServerDefects {
+        sequence_from_child_count: true,
+        ..ServerDefects::default()
+    };
+    // The names no longer follow the agreed order's counter, so the replay's tree differs too
+    // (durability, sequentially consistent reads): the suffixes' own check must be among them.
+    let broken = all_broken(0, defect, no_faults);
+    let suffixes = broken
+        .iter()
+        .find(|b| b.starts_with(SEQUENTIAL_SUFFIXES))
+        .unwrap_or_else(|| panic!("caught on seed 0: {broken:?}"));
+    println!("caught at seed 0: {suffixes}");
+    assert!(suffixes.contains("was created after suffix"), "{suffixes}");
+    assert_eq!(
+        all_broken(0, ServerDefects::default(), no_faults),
+        Vec::<String>::new()
+    );
 }
 
 /// One client sends a write and, without waiting, a read of the same node: what the read saw,

@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use zkh_model::guarantees::Committed;
-use zkh_model::{Notification, Reply, Response};
+use zkh_model::{Notification, Reply, Response, ZkModel};
+use zkh_recipes::{CreateMode, Request};
 
 use crate::clock::{now, Instant};
 use crate::protocol::{Addr, Message, Origin, Txn, TxnKind};
@@ -182,6 +183,11 @@ impl Server {
                 self.log_applied(zxid, committed);
                 let applied = {
                     let mut disk = lock(&self.shared.disk);
+                    let request = if self.config.defects.sequence_from_child_count {
+                        named_by_child_count(&disk.model, request)
+                    } else {
+                        request
+                    };
                     let applied = disk.model.apply(session, &request);
                     if applied.zxid.is_none() {
                         // The session closed between the request and its commit: an error txn.
@@ -250,5 +256,28 @@ impl Server {
                 self.reply_sync(origin);
             }
         }
+    }
+}
+
+/// The test-only defect [`ServerDefects::sequence_from_child_count`]: a sequential create made
+/// a plain one, its name suffixed with the parent's number of children (the model takes the
+/// parent's counter of creations, as ZooKeeper does). Any other request is as it was.
+fn named_by_child_count(model: &ZkModel, request: Request) -> Request {
+    let Request::Create { path, data, mode } = &request else {
+        return request;
+    };
+    let plain = match mode {
+        CreateMode::EphemeralSequential => CreateMode::Ephemeral,
+        CreateMode::PersistentSequential => CreateMode::Persistent,
+        _ => return request,
+    };
+    let parent = &path[..path.rfind('/').unwrap_or(0).max(1)];
+    let Some(children) = model.tree().get(parent).map(|node| node.children.len()) else {
+        return request;
+    };
+    Request::Create {
+        path: format!("{path}{children:010}"),
+        data: data.clone(),
+        mode: plain,
     }
 }

@@ -126,6 +126,10 @@ pub struct ServerDefects {
     /// Expire a session without deleting its ephemeral nodes: they outlive the session that
     /// owned them, breaking "a session's end is final".
     pub keep_ephemerals_on_expiry: bool,
+    /// Name a sequential node after its parent's current number of children instead of the
+    /// parent's counter of creations: a suffix is used again once a child is deleted, breaking
+    /// "sequential suffixes unique".
+    pub sequence_from_child_count: bool,
 }
 
 impl ServerConfig {
