@@ -10,14 +10,18 @@
 //! catch a read whose answer is older than its zxid says. Fourth, servers that expire a session
 //! and keep its ephemeral nodes: "a session's end is final" must name the session and the node.
 //! Fifth, servers that name a sequential node by its parent's number of children: "sequential
-//! suffixes unique" must catch a suffix used again.
+//! suffixes unique" must catch a suffix used again. Sixth, servers that hold a connection's
+//! watch events until its next reply: "watch events in order" must catch the data before the
+//! event.
 #![cfg(madsim)]
 
+use zkh_model::guarantees::CommitLogs;
 use zkh_model::guarantees::{
     judge, DURABILITY, FIFO_CLIENT_ORDER, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS,
-    SEQUENTIAL_SUFFIXES, SESSION_END_IS_FINAL, SINGLE_SYSTEM_IMAGE,
+    SEQUENTIAL_SUFFIXES, SESSION_END_IS_FINAL, SINGLE_SYSTEM_IMAGE, WATCH_EVENTS_IN_ORDER,
 };
 use zkh_model::properties::Class;
+use zkh_model::History;
 use zkh_recipes::lock::LockVariant;
 use zkh_recipes::{CreateMode, ZkClient};
 use zkh_sim::cluster::{Cluster, ClusterConfig};
@@ -55,17 +59,7 @@ fn broken(seed: u64, defects: ServerDefects) -> Option<String> {
 
 /// The first always-guarantee the lock's run of `seed` under `faults` breaks, if any.
 fn broken_under(seed: u64, defects: ServerDefects, faults: fn() -> FaultPlan) -> Option<String> {
-    let config = WorkloadConfig {
-        defects,
-        ..WorkloadConfig::default()
-    };
-    let outcome = run_seed(seed, 600, move |s| {
-        workload::stock(s, LockVariant::Correct, config, faults())
-    });
-    judge(&outcome.history, &outcome.commit_logs)
-        .into_iter()
-        .find(|f| f.class == Class::Always && !f.holds)
-        .map(|f| format!("{}: {}", f.property, f.detail))
+    all_broken(seed, defects, faults).into_iter().next()
 }
 
 #[test]
@@ -200,7 +194,12 @@ fn all_broken(seed: u64, defects: ServerDefects, faults: fn() -> FaultPlan) -> V
     let outcome = run_seed(seed, 600, move |s| {
         workload::stock(s, LockVariant::Correct, config, faults())
     });
-    judge(&outcome.history, &outcome.commit_logs)
+    broken_guarantees(&outcome.history, &outcome.commit_logs)
+}
+
+/// Every always-guarantee `history` breaks, with its detail, in the checker's order.
+fn broken_guarantees(history: &History, logs: &CommitLogs) -> Vec<String> {
+    judge(history, logs)
         .into_iter()
         .filter(|f| f.class == Class::Always && !f.holds)
         .map(|f| format!("{}: {}", f.property, f.detail))
@@ -233,6 +232,53 @@ fn servers_that_name_a_sequential_node_by_its_parents_child_count_break_unique_s
     );
 }
 
+/// Client 0 watches `/x`; client 1 changes it; then client 0 reads `/y`, on one server, so
+/// that its reply carries the change's zxid: the broken guarantees, once the event is in.
+fn data_before_event(seed: u64, defects: ServerDefects) -> Vec<String> {
+    run_seed(seed, 300, move |seed| async move {
+        let config = ClusterConfig {
+            servers: 1,
+            defects,
+            ..ClusterConfig::default()
+        };
+        let mut cluster = Cluster::start(seed, config).await;
+        let watcher = cluster.add_client(0, 4000, false).await.expect("connects");
+        let writer = cluster.add_client(1, 4000, false).await.expect("connects");
+        for path in ["/x", "/y"] {
+            (writer.create(path, b"0", CreateMode::Persistent).await).expect("created");
+        }
+        watcher.get_data("/x", true).await.expect("watched");
+        writer.set_data("/x", b"1", -1).await.expect("changed");
+        watcher.get_data("/y", false).await.expect("read");
+        madsim::time::sleep(std::time::Duration::from_millis(500)).await;
+        watcher.get_data("/y", false).await.expect("read again");
+        broken_guarantees(&cluster.history(), &cluster.commit_logs())
+    })
+}
+
+#[test]
+fn servers_that_send_an_event_after_the_next_reply_break_watch_events_in_order() {
+    let defect = ServerDefects {
+        events_after_the_next_reply: true,
+        ..ServerDefects::default()
+    };
+    let broken = data_before_event(0, defect);
+    println!("caught at seed 0: {broken:?}");
+    assert_eq!(broken.len(), 1, "{broken:?}");
+    assert!(
+        broken[0].starts_with(WATCH_EVENTS_IN_ORDER)
+            && broken[0].contains("the data came before the event that announces it"),
+        "{broken:?}"
+    );
+    for seed in 0..WITHIN_SEEDS {
+        assert_eq!(
+            data_before_event(seed, ServerDefects::default()),
+            Vec::<String>::new(),
+            "seed {seed}"
+        );
+    }
+}
+
 /// One client sends a write and, without waiting, a read of the same node: what the read saw,
 /// and the first always-guarantee the history breaks.
 fn read_behind_own_write(seed: u64, defects: ServerDefects) -> (Vec<u8>, Option<String>) {
@@ -252,10 +298,9 @@ fn read_behind_own_write(seed: u64, defects: ServerDefects) -> (Vec<u8>, Option<
         let (written, read) = both(write, read).await;
         written.expect("written");
         let (seen, _) = read.expect("read");
-        let broken = judge(&cluster.history(), &cluster.commit_logs())
+        let broken = broken_guarantees(&cluster.history(), &cluster.commit_logs())
             .into_iter()
-            .find(|f| f.class == Class::Always && !f.holds)
-            .map(|f| format!("{}: {}", f.property, f.detail));
+            .next();
         (seen, broken)
     })
 }

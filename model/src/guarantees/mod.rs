@@ -18,6 +18,7 @@
 //! | [`SEQUENTIALLY_CONSISTENT_READS`] | always | Programmer's Guide, "ZooKeeper guarantees" (sequential consistency); ZooKeeper paper 2.3 (reads served from the local replica) | each answered read equals the tree after the servers' agreed transactions up to its zxid (`reads`, from the commit logs) |
 //! | [`SESSION_END_IS_FINAL`] | always | Programmer's Guide, "ZooKeeper Sessions" and "Ephemeral Nodes"; ZooKeeper paper 2.2 | after the close's zxid in the agreed order, no successful reply to the session carries a higher zxid, and no server's final state keeps one of its ephemerals (`sessions`) |
 //! | [`SEQUENTIAL_SUFFIXES`] | always | Programmer's Guide, "Sequence Nodes": a counter unique to the parent | the suffixes created under one parent are unique, and grow with the zxid |
+//! | [`WATCH_EVENTS_IN_ORDER`] | always | Programmer's Guide, "ZooKeeper Watches" (ordered with respect to replies and other events; the event before the new data) | no reply recorded in a session before an event of zxid `z` carries `z` or more, and one connection's events' zxids never go down (`watches`) |
 //!
 //! Each is judged on what a client saw, so it is sound on any history: an operation whose
 //! outcome is unknown (ConnectionLoss) or failed in the client is left out, and real-time
@@ -35,13 +36,14 @@
 //!
 //! Not judged yet (they need what is not recorded: the server a connection reached, replies in
 //! arrival order rather than in the order the recipe took them, a final read of every path
-//! after the heal): atomicity of a multi, watch order and one-shot firing, sync.
+//! after the heal): atomicity of a multi, one-shot firing of watches, sync.
 
 mod companions;
 mod ops;
 mod order;
 mod reads;
 mod sessions;
+mod watches;
 
 use crate::history::{Entries, HistoryEvent};
 use crate::properties::{Class, Finding};
@@ -67,6 +69,9 @@ pub const DURABILITY: &str = "durability";
 pub const SEQUENTIALLY_CONSISTENT_READS: &str = "sequentially consistent reads";
 /// Sequential suffixes are unique under their parent and grow with the zxid.
 pub const SEQUENTIAL_SUFFIXES: &str = "sequential suffixes unique";
+/// A client sees a watch event before the data that fired it, and one connection's events in
+/// zxid order.
+pub const WATCH_EVENTS_IN_ORDER: &str = "watch events in order";
 /// Sometimes: a session reconnected and went on.
 pub const SESSION_RESUMED: &str = "a session resumed on a new connection";
 /// Sometimes: a server took the lead while a write was in flight.
@@ -79,7 +84,7 @@ pub const LOST_REPLY_APPLIED: &str = "a write with a lost reply was applied";
 pub const LOST_REPLY_NOT_APPLIED: &str = "a write with a lost reply was not applied";
 
 /// Every guarantee judged, then its `sometimes` companions, in report order.
-pub const GUARANTEES: [&str; 14] = [
+pub const GUARANTEES: [&str; 15] = [
     ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID,
     SESSION_END_IS_FINAL,
@@ -89,6 +94,7 @@ pub const GUARANTEES: [&str; 14] = [
     FIFO_CLIENT_ORDER,
     SEQUENTIALLY_CONSISTENT_READS,
     SEQUENTIAL_SUFFIXES,
+    WATCH_EVENTS_IN_ORDER,
     SESSION_RESUMED,
     LEADER_CHANGED_UNDER_A_WRITE,
     STALE_READ_SEEN,
@@ -123,6 +129,7 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
         order::fifo_client_order(history, &ops),
         reads::sequentially_consistent_reads(history, &ops, &agreed),
         order::sequential_suffixes(history, &ops),
+        watches::watch_events_in_order(history),
         session_resumed(history),
         order::leader_changed_under_a_write(history, &ops),
         companions::stale_read_seen(&ops),
@@ -166,6 +173,10 @@ pub fn explanation(name: &str) -> &'static str {
         SEQUENTIAL_SUFFIXES => {
             "ZooKeeper: a sequential node's suffix comes from a counter of its parent: unique, \
              and growing with the zxid."
+        }
+        WATCH_EVENTS_IN_ORDER => {
+            "ZooKeeper: a client sees a watch event before any reply carrying the change that \
+             fired it, and one connection's events come in zxid order."
         }
         SESSION_RESUMED => "Sometimes: a session reconnected and went on within the session.",
         LEADER_CHANGED_UNDER_A_WRITE => {

@@ -554,3 +554,68 @@ fn a_reply_after_a_sessions_end_or_an_ephemeral_kept_past_it_is_caught() {
     );
     assert_eq!(answered.evidence.len(), 2, "the request and its reply");
 }
+
+fn event(b: &mut Build, client: u32, path: &str, zxid: i64) {
+    b.push(HistoryEvent::Watch {
+        client,
+        event: zkh_recipes::WatchedEvent {
+            event_type: zkh_recipes::EventType::NodeDataChanged,
+            path: path.to_owned(),
+            zxid,
+        },
+    });
+}
+
+#[test]
+fn the_data_before_its_event_or_events_out_of_order_are_caught_and_a_reconnection_starts_again() {
+    let in_order = |b: &Build| b.judged(WATCH_EVENTS_IN_ORDER);
+    // The event first, then a reply at its zxid: fine.
+    let mut b = Build::default();
+    event(&mut b, 0, "/x", 7);
+    let r = b.invoke(0, 10, get("/y"));
+    b.answer(0, r, Response::Data(Vec::new(), stat()), 7);
+    assert!(in_order(&b).holds, "{:?}", in_order(&b));
+    // A reply at 9, then the event of 8 it carries: the data came first.
+    let r = b.invoke(0, 10, get("/y"));
+    b.answer(0, r, Response::Data(Vec::new(), stat()), 9);
+    event(&mut b, 0, "/x", 8);
+    let late = in_order(&b);
+    assert!(!late.holds);
+    assert!(
+        late.detail
+            .contains("was answered at zxid 0x9 before it saw the event"),
+        "{}",
+        late.detail
+    );
+    // Events out of zxid order on one connection; a new connection starts the order again, and
+    // the events a reconnection fires carry no zxid.
+    let mut b = Build::default();
+    event(&mut b, 1, "/x", 12);
+    event(&mut b, 1, "/y", 11);
+    let out = in_order(&b);
+    assert!(
+        !out.holds && out.detail.contains("events out of zxid order"),
+        "{out:?}"
+    );
+    let mut b = Build::default();
+    event(&mut b, 1, "/x", 12);
+    b.push(HistoryEvent::Session {
+        client: 1,
+        event: SessionEvent::Disconnected,
+    });
+    b.push(HistoryEvent::Session {
+        client: 1,
+        event: SessionEvent::Reconnected {
+            session_id: SessionId(11),
+        },
+    });
+    event(&mut b, 1, "/y", zkh_recipes::WatchedEvent::NO_ZXID);
+    event(&mut b, 1, "/y", 11);
+    let again = in_order(&b);
+    assert!(again.holds, "{again:?}");
+    assert!(
+        again.detail.starts_with("2 watch events"),
+        "{}",
+        again.detail
+    );
+}

@@ -107,8 +107,8 @@ pub trait SimRecipe: Send + Sync + 'static {
 
 /// Why recipe `R` cannot be registered, if it cannot: its name is a built-in recipe's (a
 /// scenario naming it would be ambiguous) or not a lowercase kebab-case word, or its variants are
-/// none or repeat one. The binary ([`main`]) refuses it with exit 64 and [`sim`] panics with it,
-/// before anything runs.
+/// none or repeat one. The binary (`custom_main!`) refuses it with exit 64 and the test builder
+/// (`sim`) panics with it, before anything runs.
 pub fn registration_problem<R: SimRecipe>() -> Option<String> {
     let name = R::NAME;
     let built_in = crate::scenario::RecipeName::ALL

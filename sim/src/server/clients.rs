@@ -190,8 +190,13 @@ impl Server {
             let heard = (self.pending.keys()).chain(self.apply_queue.iter().map(|q| &q.1));
             zxid = heard.copied().fold(zxid, i64::max);
         }
-        let reply = applied.reply;
-        self.send_client(client, conn, Message::Reply { xid, zxid, reply });
+        let origin = Origin {
+            server: self.id,
+            client,
+            conn,
+            xid,
+        };
+        self.reply(origin, zxid, applied.reply);
     }
 
     /// `session`'s write `xid` was applied here: answers the reads held behind it, up to the

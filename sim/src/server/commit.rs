@@ -230,7 +230,13 @@ impl Server {
         // application sees the event, as a 3.8 server never sends it.
         for Notification { session, event } in notifications {
             if let Some((client, conn)) = self.connected.get(&session) {
-                self.send_client(*client, *conn, Message::Notify(event));
+                if self.config.defects.events_after_the_next_reply {
+                    (self.late_events.borrow_mut().entry((*client, *conn)))
+                        .or_default()
+                        .push(Message::Notify(event));
+                } else {
+                    self.send_client(*client, *conn, Message::Notify(event));
+                }
             }
         }
     }

@@ -60,6 +60,7 @@
 //! Not modelled: observers, dynamic reconfiguration, ACLs, the transaction log's own I/O,
 //! `SessionMoved`.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -130,6 +131,10 @@ pub struct ServerDefects {
     /// parent's counter of creations: a suffix is used again once a child is deleted, breaking
     /// "sequential suffixes unique".
     pub sequence_from_child_count: bool,
+    /// Hold a connection's watch events until the next reply on that connection has gone out:
+    /// the client gets the data before the event that announces it, breaking "watch events in
+    /// order".
+    pub events_after_the_next_reply: bool,
 }
 
 impl ServerConfig {
@@ -252,6 +257,9 @@ pub struct Server {
     /// ZooKeeper's CommitProcessor holds a session's reads until its earlier writes have
     /// committed, so a read sent behind a write sees it (FIFO client order).
     held: BTreeMap<SessionId, VecDeque<Held>>,
+    /// Watch events held back by the test-only defect
+    /// [`ServerDefects::events_after_the_next_reply`], by (client, connection).
+    late_events: RefCell<BTreeMap<(u32, u64), Vec<Message>>>,
 }
 
 /// A request of a session held behind its own write (see `Server::held`).
@@ -300,6 +308,7 @@ pub async fn run_server(
         resyncing: false,
         waiting_syncs: Vec::new(),
         held: BTreeMap::new(),
+        late_events: RefCell::new(BTreeMap::new()),
     };
     server.set_role_summary(RoleSummary::Looking);
     let heartbeat = Duration::from_millis(config.tick_ms / 2);
@@ -357,6 +366,13 @@ impl Server {
                 reply,
             },
         );
+        let late = self
+            .late_events
+            .borrow_mut()
+            .remove(&(origin.client, origin.conn));
+        for event in late.into_iter().flatten() {
+            self.send_client(origin.client, origin.conn, event);
+        }
     }
 
     fn send_client(&self, client: u32, conn: u64, message: Message) {
