@@ -46,6 +46,10 @@ fn a_malformed_file_is_named_with_line_column_and_field() {
             "catalog/bad.toml:5:12: faults.random.pause_ms: expected an integer number of milliseconds, found \"3s\"",
         ),
         (
+            "[workload]\nrecipe = \"queue\"\n".to_owned(),
+            "catalog/bad.toml:2:10: workload.recipe: unknown recipe \"queue\" (built in: lock, latch, election, master, job); a recipe of your own runs from its own binary (docs/your-recipe.md)",
+        ),
+        (
             format!("{lock}colour = 3\n"),
             "catalog/bad.toml:3:1: workload.colour: unknown field `colour`",
         ),

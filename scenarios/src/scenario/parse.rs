@@ -14,7 +14,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::resolve::{resolve, Problem};
-use super::{Resolved, ScenarioFile};
+use super::{RecipeName, Resolved, ScenarioFile};
 
 /// What is wrong with a scenario file, and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,6 +144,19 @@ fn field_path(path: &str) -> Option<String> {
 /// ending `_ms` becomes `expected an integer number of milliseconds, found "3s"`.
 fn explain(field: Option<&str>, message: &str) -> String {
     let message = message.trim();
+    if field == Some("workload.recipe") {
+        if let Some(named) = (message.strip_prefix("unknown variant `"))
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(named, _)| named)
+        {
+            let built_in: Vec<&str> = RecipeName::ALL.iter().map(|r| r.as_str()).collect();
+            return format!(
+                "unknown recipe \"{named}\" (built in: {}); a recipe of your own runs from its \
+                 own binary (docs/your-recipe.md)",
+                built_in.join(", ")
+            );
+        }
+    }
     let Some((found, expected)) = message
         .strip_prefix("invalid type: ")
         .or_else(|| message.strip_prefix("invalid value: "))
