@@ -51,9 +51,7 @@ pub fn claims_owned_at_end(history: &impl Entries, finals: &[(u32, ZkModel)]) ->
         let why = why.to_owned();
         Finding::new(OWNERSHIP, Class::Always, None, move || why)
     };
-    let lost = history.each().any(|entry| {
-        matches!(&entry.event, HistoryEvent::Fault { description } if description == "DataLoss")
-    });
+    let lost = history.each().any(|entry| entry.event.is_data_loss());
     if lost {
         return not_judged("not judged: the ensemble's data was lost, and tokens started again");
     }

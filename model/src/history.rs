@@ -124,6 +124,13 @@ pub enum HistoryEvent {
     },
 }
 
+impl HistoryEvent {
+    /// The fault that empties every server (zxids, sessions and tokens start again after it).
+    pub fn is_data_loss(&self) -> bool {
+        matches!(self, HistoryEvent::Fault { description } if description == "DataLoss")
+    }
+}
+
 /// One entry: an event at a simulated time.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct HistoryEntry {

@@ -789,6 +789,19 @@ pub fn no_shard_lost(
     Finding::new("no shard lost", Class::Eventually, violation, summary)
 }
 
+/// The cycles "no shard lost" judges, times counted from when the instances started: those
+/// that fire from `judged_from_us` on and are half a cycle old at `end_us` (empty when none is;
+/// the scenario reader refuses such a scenario).
+pub fn judged_cycles(
+    judged_from_us: u64,
+    end_us: u64,
+    interval_us: u64,
+) -> std::ops::RangeInclusive<u64> {
+    let first = judged_from_us.div_ceil(interval_us).max(1);
+    let last = end_us.saturating_sub(interval_us / 2) / interval_us;
+    first..=last
+}
+
 /// [`no_shard_lost`] as the simulator judges it, over the cycles that fired from
 /// `judged_from_us` on: a violation also says how many requests the instances issued from then
 /// to the end of the run (a second, and a judged cycle), so that a job that kept working

@@ -167,11 +167,11 @@ pub async fn sharded_job(
         Some(ms) => origin_us + ms * 1000,
         None => healed_us + config.settle_ms * 1000,
     };
-    let first = (judged_from_us - origin_us).div_ceil(interval_us).max(1);
-    let last = (end_us - origin_us).saturating_sub(interval_us / 2) / interval_us;
+    let cycles =
+        properties::judged_cycles(judged_from_us - origin_us, end_us - origin_us, interval_us);
     let findings = vec![
         properties::no_shard_executed_twice(&history, JOB),
-        properties::no_shard_lost_since(&history, JOB, config.items, first..=last, judged_from_us),
+        properties::no_shard_lost_since(&history, JOB, config.items, cycles, judged_from_us),
         properties::runs_when_scheduled(&history, JOB, |cycle| origin_us + cycle * interval_us),
         properties::leader_elected(
             &history,

@@ -27,8 +27,7 @@ fn pieces(history: &impl Entries) -> Vec<usize> {
     history
         .each()
         .map(|entry| {
-            if matches!(&entry.event, HistoryEvent::Fault { description } if description == "DataLoss")
-            {
+            if entry.event.is_data_loss() {
                 piece += 1;
             }
             piece

@@ -27,7 +27,7 @@ use zkh_recipes::{Request, SessionId};
 
 use super::ops::Operation;
 use super::{DURABILITY, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS};
-use crate::history::{Entries, HistoryEvent};
+use crate::history::Entries;
 use crate::history_text::{request_text, result_text};
 use crate::properties::{Class, Finding};
 use crate::request::Reply;
@@ -69,9 +69,7 @@ impl CommitLogs {
 
 /// Why the logs cannot judge `history`, if they cannot: none recorded, or the data was lost.
 fn not_judged(history: &impl Entries, logs: &CommitLogs) -> Option<&'static str> {
-    let lost = history.each().any(|entry| {
-        matches!(&entry.event, HistoryEvent::Fault { description } if description == "DataLoss")
-    });
+    let lost = history.each().any(|entry| entry.event.is_data_loss());
     if lost {
         Some("not judged: the ensemble's data was lost, and zxids started again")
     } else if logs.applied.iter().all(Vec::is_empty) {

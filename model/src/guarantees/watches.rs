@@ -46,7 +46,7 @@ pub(super) fn watch_events_in_order(history: &impl Entries) -> Finding {
     let mut violation = None;
     for (index, entry) in history.each().enumerate() {
         match &entry.event {
-            HistoryEvent::Fault { description } if description == "DataLoss" => seen.clear(),
+            event if event.is_data_loss() => seen.clear(),
             HistoryEvent::Session { client, event } => {
                 let client = seen.entry(*client).or_default();
                 client.event = None;

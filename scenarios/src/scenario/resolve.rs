@@ -403,10 +403,13 @@ fn check_judged_cycles(
     let from_ms = sharded
         .judged_from_ms
         .unwrap_or(fault_ms + sharded.settle_ms.unwrap_or(10_000));
-    let first = from_ms.div_ceil(interval_ms).max(1);
-    let last = (fault_ms + liveness_ms).saturating_sub(interval_ms / 2) / interval_ms;
+    let cycles = zkh_model::properties::judged_cycles(
+        from_ms * 1000,
+        (fault_ms + liveness_ms) * 1000,
+        interval_ms * 1000,
+    );
     check(
-        first <= last,
+        !cycles.is_empty(),
         "workload.sharded.cycle_interval_ms",
         format!(
             "a cycle of {interval_ms} ms leaves no cycle to judge: \"no shard lost\" judges the \
