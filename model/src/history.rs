@@ -34,6 +34,13 @@ pub enum OpOutcome {
     Failed(ZkError),
 }
 
+impl OpOutcome {
+    /// The zxid recorded with a reply whose header's zxid the client did not learn (a real
+    /// client's library keeps it; the stats of a create or a `setData` give it back, nothing
+    /// else does). The guarantees leave such a reply out of every zxid comparison.
+    pub const UNKNOWN_ZXID: i64 = -1;
+}
+
 /// One thing that happened.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum HistoryEvent {

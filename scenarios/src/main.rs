@@ -83,6 +83,11 @@ enum Command {
     /// 4 s sessions, the leader's process killed with SIGKILL (normal build only).
     #[command(after_help = exit::TABLE)]
     BenchReal(commands::BenchRealArgs),
+    /// ZooKeeper's guarantees on a real three-server ensemble that it starts on 127.0.0.1 and
+    /// stops: three clients run the guarantee probe under a fault, and their history is judged
+    /// by the checker every simulated run gets (normal build only).
+    #[command(after_help = exit::TABLE)]
+    GuaranteesReal(commands::GuaranteesRealArgs),
     /// One LeaderLatch participant on a real ensemble, as `bench-real` starts it.
     #[command(hide = true)]
     LatchParticipant(commands::ParticipantArgs),
@@ -383,6 +388,7 @@ fn main() -> ExitCode {
         }
         Command::Bench(args) => Ok(commands::bench(args)),
         Command::BenchReal(args) => Ok(commands::bench_real(args)),
+        Command::GuaranteesReal(args) => Ok(commands::guarantees_real(args)),
         Command::LatchParticipant(args) => Ok(commands::latch_participant(args)),
     };
     report_peak_memory();

@@ -43,6 +43,7 @@ mod ops;
 mod order;
 mod reads;
 mod sessions;
+mod views;
 mod watches;
 
 use crate::history::{Entries, HistoryEvent};
@@ -101,6 +102,32 @@ pub const GUARANTEES: [&str; 15] = [
     LOST_REPLY_APPLIED,
     LOST_REPLY_NOT_APPLIED,
 ];
+
+/// Why a guarantee cannot be judged on a history that clients alone recorded (a real
+/// ensemble's, through a client library that keeps each reply's header zxid to itself): no
+/// commit logs, no server roles, only the zxids a create's or a `setData`'s stat gives back.
+/// `None` for the guarantees that can: one transaction per zxid (the clients' part), linearizable
+/// writes and FIFO client order (over creates and `setData`s), the single system image (from
+/// those zxids and every reply's stats), sequential suffixes, and the companions that read
+/// only the client's side.
+pub fn unjudged_on_client_records(guarantee: &str) -> Option<&'static str> {
+    match guarantee {
+        ONE_LEADER_PER_EPOCH | LEADER_CHANGED_UNDER_A_WRITE => Some(
+            "a server does not publish the epoch it leads (srvr's zxid is its data tree's last, \
+             which a new leader keeps until its first write)",
+        ),
+        SESSION_END_IS_FINAL | DURABILITY | SEQUENTIALLY_CONSISTENT_READS => {
+            Some("needs the servers' commit logs")
+        }
+        LOST_REPLY_APPLIED | LOST_REPLY_NOT_APPLIED => Some("needs the servers' commit logs"),
+        WATCH_EVENTS_IN_ORDER => Some(
+            "a 3.8 server sends no zxid with an event, and a read's reply zxid is not given to \
+             the client",
+        ),
+        STALE_READ_SEEN => Some("a read's reply zxid is not given to the client"),
+        _ => None,
+    }
+}
 
 /// Whether `property` is one of ZooKeeper's guarantees (or their companions), not a recipe's.
 pub fn is_guarantee(property: &str) -> bool {
@@ -218,3 +245,5 @@ fn session_resumed(history: &impl Entries) -> Finding {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_views;

@@ -1,4 +1,9 @@
 //! A history's operations: each request a client issued, paired with how it ended.
+//!
+//! A reply recorded without its header's zxid ([`OpOutcome::UNKNOWN_ZXID`]: a real client
+//! whose library keeps the header to itself) is kept apart, in
+//! [`Operation::answered_without_zxid`], so that no check that compares zxids reads a made-up
+//! one; the checks that need only the reply (its stats) read it there.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +29,9 @@ pub struct Operation {
     pub answered: Option<(usize, Reply, i64)>,
     /// It ended in `ConnectionLoss`: whether it was applied is unknown to the client.
     pub unknown: bool,
+    /// Its place in the history when it ended, and the reply, for a reply recorded without
+    /// the zxid of its header (then `answered` is `None`).
+    pub answered_without_zxid: Option<(usize, Reply)>,
 }
 
 impl Operation {
@@ -32,6 +40,14 @@ impl Operation {
         match &self.answered {
             Some((_, Reply::Ok(_), zxid)) if self.request.is_write() => Some(*zxid),
             _ => None,
+        }
+    }
+
+    /// Its reply and where it ended, with or without the header's zxid.
+    pub fn reply(&self) -> Option<(usize, &Reply)> {
+        match (&self.answered, &self.answered_without_zxid) {
+            (Some((at, reply, _)), _) | (None, Some((at, reply))) => Some((*at, reply)),
+            (None, None) => None,
         }
     }
 }
@@ -56,6 +72,7 @@ pub fn operations(history: &impl Entries) -> Vec<Operation> {
                     invoked: index,
                     answered: None,
                     unknown: false,
+                    answered_without_zxid: None,
                 });
             }
             HistoryEvent::Complete {
@@ -67,6 +84,9 @@ pub fn operations(history: &impl Entries) -> Vec<Operation> {
                     continue;
                 };
                 match outcome {
+                    OpOutcome::Reply { reply, zxid } if *zxid == OpOutcome::UNKNOWN_ZXID => {
+                        ops[op].answered_without_zxid = Some((index, reply.clone()));
+                    }
                     OpOutcome::Reply { reply, zxid } => {
                         ops[op].answered = Some((index, reply.clone(), *zxid));
                     }

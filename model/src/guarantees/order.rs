@@ -22,7 +22,7 @@ use crate::properties::{Class, Finding};
 use crate::request::Reply;
 
 /// The piece of the run each entry belongs to: how many data-loss faults came before it.
-fn pieces(history: &impl Entries) -> Vec<usize> {
+pub(super) fn pieces(history: &impl Entries) -> Vec<usize> {
     let mut piece = 0;
     history
         .each()
@@ -130,13 +130,19 @@ pub(super) fn linearizable_writes(history: &impl Entries, ops: &[Operation]) -> 
 }
 
 /// **Single system image** (always): within a session, a reply never carries a zxid below one
-/// the session was answered with before it issued the request.
+/// the session was answered with before it issued the request; and, read from the stats where
+/// replies carry no zxid, never shows a node older than the session had been shown
+/// ([`super::views`]).
 pub(super) fn single_system_image(history: &impl Entries, ops: &[Operation]) -> Finding {
     let piece = pieces(history);
     let mut sessions: BTreeMap<_, Vec<&Operation>> = BTreeMap::new();
     for op in ops.iter().filter(|op| op.answered.is_some()) {
         sessions.entry(op.session).or_default().push(op);
     }
+    let answered_sessions: std::collections::BTreeSet<_> = (ops.iter())
+        .filter(|op| op.reply().is_some())
+        .map(|op| op.session)
+        .collect();
     let mut violation = None;
     for (session, answered) in &sessions {
         violation = before_in_real_time(answered, &piece, |earlier, later| {
@@ -156,7 +162,10 @@ pub(super) fn single_system_image(history: &impl Entries, ops: &[Operation]) -> 
             break;
         }
     }
-    let count = sessions.len();
+    if violation.is_none() {
+        violation = super::views::older_node_view(ops, &piece);
+    }
+    let count = answered_sessions.len();
     finding(SINGLE_SYSTEM_IMAGE, history, violation, || {
         format!("{count} sessions, none answered with an older view than it had seen")
     })

@@ -10,19 +10,19 @@ use crate::zookeeper::ZkModel;
 
 /// A history built call by call, one microsecond apart.
 #[derive(Default)]
-struct Build {
-    history: History,
+pub(super) struct Build {
+    pub(super) history: History,
     xid: u64,
 }
 
 impl Build {
-    fn push(&mut self, event: HistoryEvent) {
+    pub(super) fn push(&mut self, event: HistoryEvent) {
         let at = self.history.entries().len() as u64;
         self.history.push(at, event);
     }
 
     /// Client `client` of session `session` issues `request`; returns its xid.
-    fn invoke(&mut self, client: u32, session: i64, request: Request) -> u64 {
+    pub(super) fn invoke(&mut self, client: u32, session: i64, request: Request) -> u64 {
         self.xid += 1;
         self.push(HistoryEvent::Invoke {
             client,
@@ -33,7 +33,7 @@ impl Build {
         self.xid
     }
 
-    fn answer(&mut self, client: u32, xid: u64, response: Response, zxid: i64) {
+    pub(super) fn answer(&mut self, client: u32, xid: u64, response: Response, zxid: i64) {
         self.push(HistoryEvent::Complete {
             client,
             xid,
@@ -51,7 +51,7 @@ impl Build {
         });
     }
 
-    fn judged(&self, property: &str) -> Finding {
+    pub(super) fn judged(&self, property: &str) -> Finding {
         judge(&self.history, &CommitLogs::new())
             .into_iter()
             .find(|f| f.property == property)
@@ -59,7 +59,7 @@ impl Build {
     }
 }
 
-fn set(path: &str) -> Request {
+pub(super) fn set(path: &str) -> Request {
     Request::SetData {
         path: path.to_owned(),
         data: Vec::new(),
@@ -67,14 +67,14 @@ fn set(path: &str) -> Request {
     }
 }
 
-fn get(path: &str) -> Request {
+pub(super) fn get(path: &str) -> Request {
     Request::GetData {
         path: path.to_owned(),
         watch: false,
     }
 }
 
-fn stat() -> Stat {
+pub(super) fn stat() -> Stat {
     Stat::default()
 }
 

@@ -17,6 +17,8 @@ mod bench_catalog;
 #[cfg(madsim)]
 mod bench_model;
 #[cfg(not(madsim))]
+mod guarantees_real;
+#[cfg(not(madsim))]
 mod real;
 #[cfg(madsim)]
 mod replay;
@@ -77,6 +79,21 @@ pub struct BenchRealArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `zkharness guarantees-real`.
+#[derive(Args)]
+pub struct GuaranteesRealArgs {
+    /// The fault: the leader's or a follower's process killed (SIGKILL) and started again, or
+    /// none.
+    #[arg(long, default_value = "kill-leader", value_parser = zkh_model::probe::ProbeFault::parse)]
+    pub fault: zkh_model::probe::ProbeFault,
+    /// The seed of the clients' request streams.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write the findings, the profile and the history as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
 /// `zkharness latch-participant` (started by `bench-real`).
 #[derive(Args)]
 pub struct ParticipantArgs {
@@ -108,6 +125,17 @@ pub fn bench_real(args: BenchRealArgs) -> ExitCode {
     {
         let _ = args;
         without_sockets("bench-real")
+    }
+}
+
+/// `zkharness guarantees-real`: the guarantee probe on a real ensemble, in the normal build.
+pub fn guarantees_real(args: GuaranteesRealArgs) -> ExitCode {
+    #[cfg(not(madsim))]
+    return guarantees_real::guarantees_real(args);
+    #[cfg(madsim)]
+    {
+        let _ = args;
+        without_sockets("guarantees-real")
     }
 }
 

@@ -108,7 +108,16 @@ impl Ensemble {
              log4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n\
              log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%n\n",
         )?;
-        let out = std::fs::File::create(home.join("server.out"))
+        self.launch(id)
+    }
+
+    /// Starts server `id`'s process from the configuration in its directory.
+    fn launch(&self, id: u32) -> Result<Child, String> {
+        let home = self.dir.join(format!("server{id}"));
+        let out = std::fs::File::options()
+            .append(true)
+            .create(true)
+            .open(home.join("server.out"))
             .map_err(|e| format!("{}: {e}", home.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
         Command::new("java")
@@ -180,11 +189,69 @@ impl Ensemble {
     pub fn pids(&self) -> Vec<u32> {
         self.servers.iter().map(|s| s.process.id()).collect()
     }
+
+    /// The `myid` of the server that leads, as the servers' `srvr` answers say.
+    pub fn leader(&self) -> Option<u32> {
+        let modes = self.modes();
+        let index = modes.iter().position(|m| *m == Some(Mode::Leader))?;
+        Some(self.servers[index].id)
+    }
+
+    /// The `myid` of the lowest-numbered server that follows.
+    pub fn follower(&self) -> Option<u32> {
+        let modes = self.modes();
+        let index = modes.iter().position(|m| *m == Some(Mode::Follower))?;
+        Some(self.servers[index].id)
+    }
+
+    /// Kills server `id` with SIGKILL (no clean stop: its clients see their connections reset).
+    pub fn kill(&mut self, id: u32) -> Result<(), String> {
+        let server = self.server(id)?;
+        server
+            .process
+            .kill()
+            .map_err(|e| format!("cannot kill ZooKeeper server {id}: {e}"))?;
+        server
+            .process
+            .wait()
+            .map_err(|e| format!("ZooKeeper server {id} did not end: {e}"))?;
+        Ok(())
+    }
+
+    /// Starts server `id` again from its data directory, and waits until it leads or follows.
+    pub fn restart(&mut self, id: u32) -> Result<(), String> {
+        let process = self.launch(id)?;
+        let server = self.server(id)?;
+        let port = server.client_port;
+        server.process = process;
+        let started = Instant::now();
+        while started.elapsed() < START_BOUND {
+            if mode(port).is_some() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!(
+            "ZooKeeper server {id} did not rejoin within {} s; its log:\n{}",
+            START_BOUND.as_secs(),
+            tail(&self.dir.join(format!("server{id}")))
+        ))
+    }
+
+    fn server(&mut self, id: u32) -> Result<&mut Server, String> {
+        (self.servers.iter_mut())
+            .find(|s| s.id == id)
+            .ok_or_else(|| format!("no ZooKeeper server {id} in the ensemble"))
+    }
 }
 
 impl Drop for Ensemble {
     fn drop(&mut self) {
         for server in &mut self.servers {
+            // One that was killed (and reaped) is not signalled again: its PID may be another's.
+            if let Ok(Some(_)) = server.process.try_wait() {
+                continue;
+            }
             // SIGTERM first (a clean stop), then, after at most 5 s, SIGKILL.
             let _ = Command::new("kill")
                 .arg(server.process.id().to_string())

@@ -1,7 +1,9 @@
-//! The real side of the benchmark (normal build only: the simulated build has no sockets): a
-//! real three-server ZooKeeper ensemble on 127.0.0.1 ([`ensemble`]), and the standard crash
-//! failover of five `LeaderLatch` processes timed on it ([`failover`]), the same recipe code
-//! the simulator runs.
+//! A real three-server ZooKeeper ensemble on 127.0.0.1 (normal build only: the simulated build
+//! has no sockets) ([`ensemble`]); on it, the benchmark's real side, the standard crash
+//! failover of five `LeaderLatch` processes ([`failover`], the same recipe code the simulator
+//! runs); and ZooKeeper's guarantees judged on the histories of the guarantee probe under a
+//! fault ([`probe`], the same checker as every simulated run).
 
 pub mod ensemble;
 pub mod failover;
+pub mod probe;
