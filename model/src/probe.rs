@@ -74,6 +74,34 @@ impl ProbeFault {
     }
 }
 
+/// When the fault lands and how long each part lasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Phases {
+    /// Probing before the fault.
+    pub warmup_ms: u64,
+    /// From the fault to its heal.
+    pub fault_ms: u64,
+    /// Probing after the heal.
+    pub settle_ms: u64,
+}
+
+impl Default for Phases {
+    fn default() -> Phases {
+        Phases {
+            warmup_ms: 3000,
+            fault_ms: 5000,
+            settle_ms: 4000,
+        }
+    }
+}
+
+/// The probe's clients.
+pub const CLIENTS: u32 = 3;
+/// Their session timeout (the shortest a 2 s tick allows is 4 s).
+pub const SESSION_TIMEOUT_MS: u64 = 4000;
+/// Each client's pause between two requests.
+pub const PAUSE_MS: u64 = 20;
+
 /// The probe's root; every node it touches is under it.
 pub const ROOT: &str = "/zkh-probe";
 /// The shared keys the clients write and read.
@@ -314,7 +342,7 @@ pub async fn run<C: ZkClient>(
 }
 
 /// What a run saw, engine apart: counts by kind, for the differential report.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Profile {
     /// Requests issued.
     pub requests: u64,

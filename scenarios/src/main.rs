@@ -83,6 +83,11 @@ enum Command {
     /// 4 s sessions, the leader's process killed with SIGKILL (normal build only).
     #[command(after_help = exit::TABLE)]
     BenchReal(commands::BenchRealArgs),
+    /// The simulated ensemble held against a real one: the guarantee probe under one fault,
+    /// simulated seed after seed and run on a real three-server ensemble (guarantees-real),
+    /// with each guarantee's verdicts and what the clients saw side by side.
+    #[command(after_help = exit::TABLE)]
+    Differential(commands::DifferentialArgs),
     /// ZooKeeper's guarantees on a real three-server ensemble that it starts on 127.0.0.1 and
     /// stops: three clients run the guarantee probe under a fault, and their history is judged
     /// by the checker every simulated run gets (normal build only).
@@ -388,6 +393,7 @@ fn main() -> ExitCode {
         }
         Command::Bench(args) => Ok(commands::bench(args)),
         Command::BenchReal(args) => Ok(commands::bench_real(args)),
+        Command::Differential(args) => Ok(commands::differential(args)),
         Command::GuaranteesReal(args) => Ok(commands::guarantees_real(args)),
         Command::LatchParticipant(args) => Ok(commands::latch_participant(args)),
     };

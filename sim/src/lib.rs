@@ -40,6 +40,8 @@ pub mod master;
 pub mod net;
 pub mod paths;
 #[cfg(madsim)]
+pub mod probe;
+#[cfg(madsim)]
 pub mod protocol;
 #[cfg(madsim)]
 pub mod run;

@@ -173,7 +173,7 @@ fn real_side(runs: u32) -> Result<serde_json::Value, String> {
 
 /// The normal build's zkharness: `ZKHARNESS_REAL` (which scripts/zkharness sets), else the
 /// release binary beside the target folder's `sim/`.
-fn real_zkharness() -> Result<PathBuf, String> {
+pub(super) fn real_zkharness() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("ZKHARNESS_REAL") {
         return Ok(PathBuf::from(path));
     }

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use serde::Serialize;
 use zkh_model::history::History;
 use zkh_model::probe::{verdicts, ProbeFault, Profile, Verdict};
+use zkh_model::probe::{Phases, CLIENTS, SESSION_TIMEOUT_MS};
 use zkh_scenarios::real::ensemble::Ensemble;
-use zkh_scenarios::real::probe::{self, Phases, CLIENTS, SESSION_TIMEOUT_MS};
+use zkh_scenarios::real::probe;
 use zkh_scenarios::report::exit;
 
 use super::GuaranteesRealArgs;

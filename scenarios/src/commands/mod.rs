@@ -16,6 +16,8 @@ mod bench;
 mod bench_catalog;
 #[cfg(madsim)]
 mod bench_model;
+#[cfg(madsim)]
+mod differential;
 #[cfg(not(madsim))]
 mod guarantees_real;
 #[cfg(not(madsim))]
@@ -77,6 +79,37 @@ pub struct BenchRealArgs {
     /// Write the figures as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+/// `zkharness differential`.
+#[derive(Args)]
+pub struct DifferentialArgs {
+    /// The fault: the leader's or a follower's process killed and started again, or none.
+    #[arg(long, default_value = "kill-leader", value_parser = zkh_model::probe::ProbeFault::parse)]
+    pub fault: zkh_model::probe::ProbeFault,
+    /// The simulated seeds, as START..END (END excluded).
+    #[arg(long, default_value = "0..20", value_parser = parse_range)]
+    pub seeds: Range<u64>,
+    /// Runs on the real ensemble (each starts its own).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub real_runs: u32,
+    /// Only the simulated side: no real ensemble.
+    #[arg(long)]
+    pub sim_only: bool,
+    /// Write both sides' verdicts and profiles as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `zkharness differential`, in the simulated build.
+pub fn differential(args: DifferentialArgs) -> ExitCode {
+    #[cfg(madsim)]
+    return differential::differential(args);
+    #[cfg(not(madsim))]
+    {
+        let _ = args;
+        without_simulator("differential")
+    }
 }
 
 /// `zkharness guarantees-real`.

@@ -3,8 +3,8 @@
 //! history recorded on the clients' side, a fault injected into the ensemble, and the history
 //! judged by the same checker ([`zkh_model::guarantees`]) as every simulated run.
 //!
-//! One run: the probe's nodes are made, [`CLIENTS`] clients (each its own session of
-//! [`SESSION_TIMEOUT_MS`], on one multi-threaded tokio runtime) probe for `warmup_ms`, the fault
+//! One run: the probe's nodes are made, `probe::CLIENTS` clients (each its own session of
+//! `probe::SESSION_TIMEOUT_MS`, on one multi-threaded tokio runtime) probe for `warmup_ms`, the fault
 //! lands, they go on for `fault_ms`, the fault is healed (a killed server started again), they
 //! go on for `settle_ms`, and stop. The fault and its heal are in the history as `Fault`
 //! entries, so that the profile ([`Profile`]) times what each did to the clients.
@@ -22,39 +22,13 @@ use std::time::Duration;
 
 use zkh_model::guarantees::{self, CommitLogs};
 use zkh_model::history::{History, HistoryEvent};
-use zkh_model::probe::{self, HistoryRecorder, ProbeFault, Profile};
+use zkh_model::probe::{
+    self, HistoryRecorder, Phases, ProbeFault, Profile, CLIENTS, PAUSE_MS, SESSION_TIMEOUT_MS,
+};
 use zkh_model::properties::Finding;
 use zkh_recipes::real::{RealClient, TokioClock};
 
 use super::ensemble::Ensemble;
-
-/// The probe's clients.
-pub const CLIENTS: u32 = 3;
-/// Their session timeout (the shortest a 2 s tick allows is 4 s).
-pub const SESSION_TIMEOUT_MS: u64 = 4000;
-/// Each client's pause between two requests.
-pub const PAUSE_MS: u64 = 20;
-
-/// When the fault lands and how long each part lasts.
-#[derive(Clone, Copy, Debug, serde::Serialize)]
-pub struct Phases {
-    /// Probing before the fault.
-    pub warmup_ms: u64,
-    /// From the fault to its heal.
-    pub fault_ms: u64,
-    /// Probing after the heal.
-    pub settle_ms: u64,
-}
-
-impl Default for Phases {
-    fn default() -> Phases {
-        Phases {
-            warmup_ms: 3000,
-            fault_ms: 5000,
-            settle_ms: 4000,
-        }
-    }
-}
 
 /// One judged run.
 pub struct ProbeRun {
