@@ -455,3 +455,43 @@ pub fn verdicts(findings: &[crate::properties::Finding], client_records: bool) -
         })
         .collect()
 }
+
+/// `history` as a real client would have recorded it: each reply's header zxid dropped
+/// unless its stat gives it back ([`outcome`]), and no watch event's zxid. What the checker
+/// then still catches, it can catch on a real ensemble's history.
+pub fn as_recorded_by_a_client(history: &History) -> History {
+    let mut recorded = History::new();
+    for entry in history.entries() {
+        let event = match &entry.event {
+            HistoryEvent::Complete {
+                client,
+                xid,
+                outcome: OpOutcome::Reply { reply, zxid },
+            } => {
+                let outcome = match reply {
+                    Reply::Ok(response) => outcome(&Ok(response.clone())),
+                    Reply::Error(error) => outcome(&Err(*error)),
+                    Reply::MultiFailed { .. } => OpOutcome::Reply {
+                        reply: reply.clone(),
+                        zxid: OpOutcome::UNKNOWN_ZXID,
+                    },
+                };
+                HistoryEvent::Complete {
+                    client: *client,
+                    xid: *xid,
+                    outcome,
+                }
+            }
+            HistoryEvent::Watch { client, event } => HistoryEvent::Watch {
+                client: *client,
+                event: zkh_recipes::WatchedEvent {
+                    zxid: zkh_recipes::WatchedEvent::NO_ZXID,
+                    ..event.clone()
+                },
+            },
+            other => other.clone(),
+        };
+        recorded.push(entry.at_us, event);
+    }
+    recorded
+}

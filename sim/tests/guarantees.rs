@@ -82,6 +82,35 @@ fn a_server_that_serves_a_client_ahead_of_it_breaks_the_single_system_image() {
     }
 }
 
+/// The same control judged as a real client records a history (no reply's header zxid, no
+/// commit logs): the single system image, read from the replies' stats, still catches it, so
+/// the check `zkharness guarantees-real` runs on a real ensemble is not an empty one.
+#[test]
+fn a_server_that_serves_a_client_ahead_of_it_is_caught_from_the_stats_a_real_client_sees() {
+    let defect = ServerDefects {
+        serve_clients_ahead: true,
+        ..ServerDefects::default()
+    };
+    let caught = (0..WITHIN_SEEDS).find_map(|seed| {
+        let config = WorkloadConfig {
+            defects: defect,
+            ..WorkloadConfig::default()
+        };
+        let outcome = run_seed(seed, 600, move |s| {
+            workload::stock(s, LockVariant::Correct, config, plan())
+        });
+        let recorded = zkh_model::probe::as_recorded_by_a_client(&outcome.history);
+        let broken = broken_guarantees(&recorded, &CommitLogs::new());
+        broken.into_iter().next().map(|b| (seed, b))
+    });
+    let (seed, broken_guarantee) = caught.expect("caught from the stats within the seeds");
+    println!("caught from the stats at seed {seed}: {broken_guarantee}");
+    assert!(
+        broken_guarantee.starts_with(SINGLE_SYSTEM_IMAGE) && broken_guarantee.contains("pzxid"),
+        "{broken_guarantee}"
+    );
+}
+
 #[test]
 fn writes_acknowledged_with_the_epochs_first_zxid_break_one_transaction_per_zxid() {
     let defect = ServerDefects {
