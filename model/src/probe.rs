@@ -42,15 +42,19 @@ pub enum ProbeFault {
     KillLeader,
     /// A follower's process killed, started again later.
     KillFollower,
+    /// Every server killed, its data directory emptied, and all started again at once: the
+    /// ensemble comes back empty while the clients' sessions and last zxids are ahead of it.
+    DataLoss,
     /// No fault: the same run undisturbed.
     None,
 }
 
 impl ProbeFault {
     /// Every fault, in the order `--help` lists them.
-    pub const ALL: [ProbeFault; 3] = [
+    pub const ALL: [ProbeFault; 4] = [
         ProbeFault::KillLeader,
         ProbeFault::KillFollower,
+        ProbeFault::DataLoss,
         ProbeFault::None,
     ];
 
@@ -59,6 +63,7 @@ impl ProbeFault {
         match self {
             ProbeFault::KillLeader => "kill-leader",
             ProbeFault::KillFollower => "kill-follower",
+            ProbeFault::DataLoss => "data-loss",
             ProbeFault::None => "none",
         }
     }
@@ -466,7 +471,7 @@ pub fn as_recorded_by_a_client(history: &History) -> History {
             HistoryEvent::Complete {
                 client,
                 xid,
-                outcome: OpOutcome::Reply { reply, zxid },
+                outcome: OpOutcome::Reply { reply, .. },
             } => {
                 let outcome = match reply {
                     Reply::Ok(response) => outcome(&Ok(response.clone())),

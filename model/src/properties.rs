@@ -331,7 +331,7 @@ pub fn no_oversell(history: &impl Entries, resource: &str, initial: i64) -> Find
 pub fn herd_free(history: &impl Entries, dir: &str) -> Finding {
     let woken = waking_transactions(history, dir);
     let herd = woken.iter().find(|(_, wakeup)| wakeup.clients.len() > 1);
-    let violation = herd.map(|(zxid, wakeup)| {
+    let violation = herd.map(|((_, zxid), wakeup)| {
         format!(
             "transaction {zxid:#x} woke {} waiting clients under {dir}: {:?}",
             wakeup.clients.len(),
@@ -359,13 +359,18 @@ struct Waking {
     rows: Vec<usize>,
 }
 
-/// Every transaction whose watch events under `dir` woke a waiting client, by zxid, with what
-/// [`herd_free`] and [`wakeups`] read of it.
-fn waking_transactions(history: &impl Entries, dir: &str) -> BTreeMap<i64, Waking> {
+/// Every transaction whose watch events under `dir` woke a waiting client, by the piece of the
+/// run it belongs to (how many data losses came before it: zxids start again after one) and
+/// its zxid, with what [`herd_free`] and [`wakeups`] read of it.
+fn waking_transactions(history: &impl Entries, dir: &str) -> BTreeMap<(usize, i64), Waking> {
     let under = |path: &str| zkh_recipes::path::is_under(path, dir);
     let mut waiting: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
-    let mut woken: BTreeMap<i64, Waking> = BTreeMap::new();
+    let mut woken: BTreeMap<(usize, i64), Waking> = BTreeMap::new();
+    let mut piece = 0;
     for (index, entry) in history.each().enumerate() {
+        if entry.event.is_data_loss() {
+            piece += 1;
+        }
         if let Some(client) = stops_waiting(&entry.event, dir) {
             waiting.remove(&client);
             continue;
@@ -379,7 +384,7 @@ fn waking_transactions(history: &impl Entries, dir: &str) -> BTreeMap<i64, Wakin
                 let known = event.zxid != zkh_recipes::WatchedEvent::NO_ZXID;
                 // How many wait, read only for a transaction's first event (a model checker
                 // judges this at every state), and before this waiter stops waiting.
-                let waiters = if known && !woken.contains_key(&event.zxid) {
+                let waiters = if known && !woken.contains_key(&(piece, event.zxid)) {
                     waiting.values().filter(|paths| !paths.is_empty()).count()
                 } else {
                     0
@@ -388,7 +393,7 @@ fn waking_transactions(history: &impl Entries, dir: &str) -> BTreeMap<i64, Wakin
                     .get_mut(client)
                     .is_some_and(|paths| paths.remove(event.path.as_str()));
                 if was_waiting && known {
-                    let waking = woken.entry(event.zxid).or_insert_with(|| Waking {
+                    let waking = woken.entry((piece, event.zxid)).or_insert_with(|| Waking {
                         clients: BTreeSet::new(),
                         waiting: waiters,
                         rows: Vec::new(),
@@ -416,12 +421,13 @@ pub struct Wakeup {
     pub woken: usize,
 }
 
-/// Every transaction that woke clients waiting under `dir`, oldest zxid first (the herd-effect
-/// view of a lock run: see [`herd_free`] for who counts as waiting).
+/// Every transaction that woke clients waiting under `dir`, oldest first (by zxid within each
+/// piece of the run between data losses; the herd-effect view of a lock run: see [`herd_free`]
+/// for who counts as waiting).
 pub fn wakeups(history: &impl Entries, dir: &str) -> Vec<Wakeup> {
     waking_transactions(history, dir)
         .into_iter()
-        .map(|(zxid, waking)| Wakeup {
+        .map(|((_, zxid), waking)| Wakeup {
             zxid,
             waiting: waking.waiting,
             woken: waking.clients.len(),

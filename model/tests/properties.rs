@@ -190,6 +190,22 @@ fn herd_free_counts_the_waiting_clients_one_transaction_woke() {
         "the three watch deliveries of the transaction"
     );
     assert!(properties::herd_free(&herd, "/elsewhere").holds);
+    // After the ensemble's data is lost zxids start again: one waiter woken by zxid 7 before
+    // the loss and another by a new zxid 7 after it are two transactions, not a herd.
+    let mut pieces = History::new();
+    pieces.push(0, wait(1));
+    pieces.push(1, watch(1, 7));
+    pieces.push(
+        2,
+        HistoryEvent::Fault {
+            description: "DataLoss".into(),
+        },
+    );
+    pieces.push(3, wait(2));
+    pieces.push(4, watch(2, 7));
+    let finding = properties::herd_free(&pieces, dir);
+    assert!(finding.holds, "{}", finding.detail);
+    assert_eq!(properties::wakeups(&pieces, dir).len(), 2);
 }
 
 /// A client's own entries reduce to what it waits on and the wakeups another client may still

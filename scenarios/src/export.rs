@@ -194,6 +194,7 @@ fn export_from<W: Workload>(
             session_timeout_ms: 4000,
             // The model judged the recipe, not fencing.
             fenced: recipe.acting == Acting::Fenced,
+            local_expiry: Default::default(),
             stock: None,
             leader_job: is_leader.then(LeaderJobApp::default),
             sharded: match &recipe.kind {

@@ -176,6 +176,7 @@ async fn workload(scenario: Resolved, seed: u64) -> WorkloadOutcome {
         initial_stock: scenario.initial_units,
         job_interval_ms: scenario.job_interval_ms,
         defects: ServerDefects::default(),
+        local_expiry: scenario.local_expiry,
     };
     let leader = |recipe| workload::leader_job(seed, recipe, config.clone(), plan.clone());
     match scenario.sim_recipe() {
@@ -197,6 +198,7 @@ async fn workload(scenario: Resolved, seed: u64) -> WorkloadOutcome {
                 leader_within_ms: scenario.leader_within_ms,
                 settle_ms: scenario.settle_ms,
                 judged_from_ms: scenario.judged_from_ms,
+                local_expiry: scenario.local_expiry,
             };
             sharded_job(seed, variant, sharded, plan.clone()).await
         }

@@ -46,6 +46,7 @@ use zkh_recipes::{
 };
 
 use crate::fault::{Fault, OpKind, TriggeredFault};
+pub use crate::local_expiry::LocalExpiry;
 use crate::net::{Envelope, Net};
 use crate::protocol::{Addr, Message};
 
@@ -66,6 +67,8 @@ pub struct ClientConfig {
     pub reconnect_backoff_max_ms: u64,
     /// Open a new session after the old one expired (Curator, Kafka), instead of stopping.
     pub new_session_after_expiry: bool,
+    /// Whether the client declares its session expired on its own while it cannot reconnect.
+    pub local_expiry: LocalExpiry,
 }
 
 /// Faults armed on one client by the fault injector.
@@ -141,6 +144,9 @@ struct State {
     timeout_ms: u64,
     last_zxid: i64,
     last_heard: Instant,
+    /// When the connection was last lost while connected (Curator's start of `SUSPENDED`);
+    /// none while connected.
+    suspended_since: Option<Instant>,
     last_sent: Instant,
     last_server: Option<u32>,
     next_xid: u64,
@@ -298,6 +304,7 @@ impl Shared {
         state.lose_reply_of.clear();
         if matches!(state.conn, Conn::Connected { .. }) {
             self.push_event(state, ClientEvent::Session(SessionEvent::Disconnected), now);
+            state.suspended_since = Some(now);
         }
         self.backoff(state, now);
     }
@@ -311,7 +318,10 @@ impl Shared {
         state.watches = WatchSet::default();
         self.push_event(state, ClientEvent::Session(SessionEvent::Expired), now);
         if self.config.new_session_after_expiry {
+            // A new session is a new handle (Curator makes a new ZooKeeper object), which has
+            // seen no zxid: an ensemble behind the old session's view accepts it.
             state.session = None;
+            state.last_zxid = 0;
             self.backoff(state, now);
         } else {
             state.conn = Conn::Expired;
@@ -342,7 +352,11 @@ impl Shared {
         if conn != state.conn_id && !matches!(message, Message::PeerDown) {
             return; // sent on a connection this client has left
         }
-        state.last_heard = now;
+        // A refusal is not hearing from the session's ensemble (a real server just closes the
+        // socket): the crate's local expiry counts from the last message before it.
+        if !matches!(message, Message::Refused) {
+            state.last_heard = now;
+        }
         match message {
             Message::Connected {
                 session,
@@ -352,6 +366,7 @@ impl Shared {
                 state.session = Some(session);
                 state.timeout_ms = timeout_ms;
                 state.conn = Conn::Connected { server };
+                state.suspended_since = None;
                 state.last_sent = now;
                 if resumed {
                     let event = SessionEvent::Reconnected {
@@ -436,6 +451,12 @@ impl Shared {
         let mut wake = match state.conn {
             Conn::Closed => return None,
             Conn::Expired => now + Duration::from_secs(3600),
+            Conn::Backoff { .. } | Conn::Connecting { .. }
+                if self.gives_up_at(&state).is_some_and(|at| at <= now) =>
+            {
+                self.session_expired(&mut state, now);
+                return Some(now);
+            }
             Conn::Backoff { until } if until <= now => {
                 self.start_connecting(&mut state, now);
                 return Some(now);
@@ -472,7 +493,24 @@ impl Shared {
         if let Some((due, _)) = state.delayed.front() {
             wake = wake.min(*due);
         }
+        if let (Conn::Backoff { .. } | Conn::Connecting { .. }, Some(at)) =
+            (state.conn, self.gives_up_at(&state))
+        {
+            wake = wake.min(at);
+        }
         Some(wake)
+    }
+
+    /// When the client declares its session expired on its own, if it has one to lose and its
+    /// library does ([`LocalExpiry`]).
+    fn gives_up_at(&self, state: &State) -> Option<Instant> {
+        state.session?;
+        let timeout = Duration::from_millis(state.timeout_ms);
+        match self.config.local_expiry {
+            LocalExpiry::Never => None,
+            LocalExpiry::Curator => Some(state.suspended_since? + timeout),
+            LocalExpiry::ZookeeperClientCrate => Some(state.last_heard + timeout * 7 / 5),
+        }
     }
 }
 
@@ -518,6 +556,7 @@ impl SimClient {
             timeout_ms: config.session_timeout_ms,
             last_zxid: 0,
             last_heard: now,
+            suspended_since: None,
             last_sent: now,
             last_server: None,
             next_xid: 1,

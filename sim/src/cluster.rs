@@ -24,7 +24,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use zkh_model::{History, HistoryEvent, ZkModel};
 use zkh_recipes::{ZkClient, ZkError};
 
-use crate::client::{ClientConfig, ClientFaults, SimClient};
+use crate::client::{ClientConfig, ClientFaults, LocalExpiry, SimClient};
 use crate::fault::{Fault, FaultPlan, NodeRef, ServerRef, TriggeredFault};
 use crate::net::Net;
 use crate::protocol::Addr;
@@ -55,6 +55,8 @@ pub struct ClusterConfig {
     pub reconnect_backoff_max_ms: u64,
     /// Faults of the servers' own code, for tests only (none by default).
     pub defects: ServerDefects,
+    /// Whether clients give up on their sessions on their own while they cannot reconnect.
+    pub local_expiry: LocalExpiry,
 }
 
 impl Default for ClusterConfig {
@@ -68,6 +70,7 @@ impl Default for ClusterConfig {
             latency_us: 200..2000,
             reconnect_backoff_max_ms: 1000,
             defects: ServerDefects::default(),
+            local_expiry: LocalExpiry::Never,
         }
     }
 }
@@ -297,6 +300,7 @@ impl Cluster {
             servers: self.config.servers,
             reconnect_backoff_max_ms: self.config.reconnect_backoff_max_ms,
             new_session_after_expiry,
+            local_expiry: self.config.local_expiry,
         };
         let (net, history) = (Arc::clone(&self.net), Arc::clone(&self.history));
         let rng = sub_rng(self.seed, Subsystem::Client(id));

@@ -32,6 +32,7 @@ pub mod cluster;
 pub mod fault;
 #[cfg(madsim)]
 pub mod latch_failover;
+pub mod local_expiry;
 #[cfg(madsim)]
 pub mod log;
 #[cfg(madsim)]

@@ -20,6 +20,7 @@ use zkh_model::probe::{
 use zkh_model::properties::Finding;
 use zkh_recipes::ZkError;
 
+use crate::client::LocalExpiry;
 use crate::clock::SimClock;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::fault::{Fault, ServerRef};
@@ -46,7 +47,12 @@ pub struct SimProbeRun {
 /// If no client can connect, or the probe's nodes cannot be made, at the start of a run with
 /// no fault yet: the simulated ensemble is broken.
 pub async fn run(seed: u64, fault: ProbeFault, phases: Phases) -> SimProbeRun {
-    let mut cluster = Cluster::start(seed, ClusterConfig::default()).await;
+    // The clients give up on a session as the real side's client library does.
+    let config = ClusterConfig {
+        local_expiry: LocalExpiry::ZookeeperClientCrate,
+        ..ClusterConfig::default()
+    };
+    let mut cluster = Cluster::start(seed, config).await;
     let mut clients = Vec::new();
     for id in 0..CLIENTS {
         let client = (cluster.add_client(id, SESSION_TIMEOUT_MS, false).await)
@@ -77,10 +83,13 @@ pub async fn run(seed: u64, fault: ProbeFault, phases: Phases) -> SimProbeRun {
     let server = match fault {
         ProbeFault::KillLeader => Some(ServerRef::Leader),
         ProbeFault::KillFollower => Some(ServerRef::Follower),
-        ProbeFault::None => None,
+        ProbeFault::DataLoss | ProbeFault::None => None,
     };
     if let Some(server) = server {
         cluster.inject(&Fault::KillServer { server }).await;
+    }
+    if fault == ProbeFault::DataLoss {
+        cluster.inject(&Fault::DataLoss).await;
     }
     sleep(phases.fault_ms).await;
     if server.is_some() {

@@ -23,6 +23,7 @@ use zkh_recipes::elastic_job::{JobInstance, JobMachine, JobReport, JobVariant};
 use crate::clock::SimClock;
 use crate::cluster::Cluster;
 use crate::fault::FaultPlan;
+use crate::local_expiry::LocalExpiry;
 use crate::net::Net;
 use crate::server::ServerDefects;
 use crate::workload::{ensemble, record, WorkloadOutcome};
@@ -53,6 +54,8 @@ pub struct ShardedConfig {
     pub settle_ms: u64,
     /// Judge cycles from this time after the instances started, instead of from the heal.
     pub judged_from_ms: Option<u64>,
+    /// Whether the instances end a session they cannot reconnect on their own.
+    pub local_expiry: LocalExpiry,
 }
 
 impl Default for ShardedConfig {
@@ -68,6 +71,7 @@ impl Default for ShardedConfig {
             leader_within_ms: 20_000,
             settle_ms: 10_000,
             judged_from_ms: None,
+            local_expiry: LocalExpiry::Never,
         }
     }
 }
@@ -129,8 +133,15 @@ pub async fn sharded_job(
     config: ShardedConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
-    let mut cluster =
-        Cluster::start(seed, ensemble(config.servers, ServerDefects::default())).await;
+    let mut cluster = Cluster::start(
+        seed,
+        ensemble(
+            config.servers,
+            ServerDefects::default(),
+            config.local_expiry,
+        ),
+    )
+    .await;
     cluster.arm_triggers(&plan.triggered);
     let mut jobs = Vec::new();
     for id in 0..config.clients {

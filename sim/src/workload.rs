@@ -28,6 +28,7 @@ use zkh_recipes::master::MasterVariant;
 use crate::clock::SimClock;
 use crate::cluster::{Cluster, ClusterConfig};
 use crate::fault::FaultPlan;
+use crate::local_expiry::LocalExpiry;
 use crate::master;
 use crate::net::Net;
 use crate::server::ServerDefects;
@@ -62,6 +63,8 @@ pub struct WorkloadConfig {
     /// Faults of the servers' own code, for the guarantee checker's tests only (none by
     /// default; no scenario file sets one).
     pub defects: ServerDefects,
+    /// Whether the clients end a session they cannot reconnect on their own.
+    pub local_expiry: LocalExpiry,
 }
 
 impl Default for WorkloadConfig {
@@ -78,6 +81,7 @@ impl Default for WorkloadConfig {
             initial_stock: INITIAL_STOCK,
             job_interval_ms: 500,
             defects: ServerDefects::default(),
+            local_expiry: LocalExpiry::Never,
         }
     }
 }
@@ -133,7 +137,11 @@ pub async fn stock(
     config: WorkloadConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
-    let mut cluster = Cluster::start(seed, ensemble(config.servers, config.defects)).await;
+    let mut cluster = Cluster::start(
+        seed,
+        ensemble(config.servers, config.defects, config.local_expiry),
+    )
+    .await;
     cluster.arm_triggers(&plan.triggered);
     let stock = Arc::new(Mutex::new(Stock {
         units: config.initial_stock,
@@ -254,10 +262,11 @@ pub async fn stock(
 
 /// The ensemble of `servers` servers with `defects` (none but in tests), otherwise as
 /// configured by default.
-pub fn ensemble(servers: u32, defects: ServerDefects) -> ClusterConfig {
+pub fn ensemble(servers: u32, defects: ServerDefects, local_expiry: LocalExpiry) -> ClusterConfig {
     ClusterConfig {
         servers,
         defects,
+        local_expiry,
         ..ClusterConfig::default()
     }
 }
@@ -390,7 +399,11 @@ pub async fn leader_job(
     config: WorkloadConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
-    let mut cluster = Cluster::start(seed, ensemble(config.servers, config.defects)).await;
+    let mut cluster = Cluster::start(
+        seed,
+        ensemble(config.servers, config.defects, config.local_expiry),
+    )
+    .await;
     cluster.arm_triggers(&plan.triggered);
     let resource = Arc::new(Mutex::new(FencedResource::new()));
     // Where waiters queue. (Every Elastic-Job instance watches the leader's instance node, by

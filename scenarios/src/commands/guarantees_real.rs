@@ -26,6 +26,7 @@ struct RealGuarantees {
     seed: u64,
     verdicts: Vec<Verdict>,
     profile: Profile,
+    refused_sessions: usize,
     history: History,
 }
 
@@ -61,6 +62,10 @@ pub(super) fn guarantees_real(args: GuaranteesRealArgs) -> ExitCode {
     );
     print!("{}", table(&verdicts));
     println!("{}", profile_text(&run.profile));
+    println!(
+        "the servers refused {} session requests of clients that had seen a later zxid than theirs",
+        run.refused_sessions
+    );
     let violated = verdicts.iter().any(|v| v.verdict == "violated");
     if let Some(path) = &args.json {
         let result = RealGuarantees {
@@ -73,6 +78,7 @@ pub(super) fn guarantees_real(args: GuaranteesRealArgs) -> ExitCode {
             seed: args.seed,
             verdicts,
             profile: run.profile,
+            refused_sessions: run.refused_sessions,
             history: run.history,
         };
         let text = serde_json::to_string_pretty(&result).expect("a result serialises") + "\n";

@@ -51,7 +51,15 @@ async fn host<R: SimRecipe>(
     config: R::Config,
     shape: Shape,
 ) -> Ran {
-    let mut cluster = Cluster::start(seed, ensemble(shape.servers, ServerDefects::default())).await;
+    let mut cluster = Cluster::start(
+        seed,
+        ensemble(
+            shape.servers,
+            ServerDefects::default(),
+            zkh_sim::local_expiry::LocalExpiry::Never,
+        ),
+    )
+    .await;
     cluster.arm_triggers(&shape.faults.triggered);
     for id in 0..shape.clients {
         let client = cluster

@@ -11,6 +11,9 @@
 //! Not handled: a signal that ends the program without unwinding (Ctrl-C, SIGKILL) leaves its
 //! servers running, orphaned; a later start takes other ports. The measurement that uses the
 //! ensemble runs for a minute or two.
+//!
+//! The servers log at INFO, so that what they refused can be counted afterwards
+//! ([`Ensemble::log_lines_containing`]).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -103,7 +106,7 @@ impl Ensemble {
         write(&home.join("zoo.cfg"), &config)?;
         write(
             &home.join("log4j.properties"),
-            "log4j.rootLogger=WARN, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\n\
+            "log4j.rootLogger=INFO, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\n\
              log4j.appender.FILE.File=${zookeeper.log.file}\n\
              log4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n\
              log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{1}: %m%n\n",
@@ -236,6 +239,47 @@ impl Ensemble {
             START_BOUND.as_secs(),
             tail(&self.dir.join(format!("server{id}")))
         ))
+    }
+
+    /// Data loss: every server killed (SIGKILL), its data directory emptied (its snapshots and
+    /// transaction logs; `myid` kept), and all started again, empty; waits for a quorum.
+    pub fn lose_data(&mut self) -> Result<(), String> {
+        let ids: Vec<u32> = self.servers.iter().map(|s| s.id).collect();
+        for id in &ids {
+            let server = self.server(*id)?;
+            if let Ok(None) = server.process.try_wait() {
+                self.kill(*id)?;
+            }
+        }
+        for id in &ids {
+            let logs = self
+                .dir
+                .join(format!("server{id}"))
+                .join("data")
+                .join("version-2");
+            if logs.exists() {
+                std::fs::remove_dir_all(&logs)
+                    .map_err(|e| format!("cannot empty {}: {e}", logs.display()))?;
+            }
+        }
+        for id in &ids {
+            let process = self.launch(*id)?;
+            self.server(*id)?.process = process;
+        }
+        self.await_quorum()
+    }
+
+    /// How many lines of the servers' logs contain `needle` (each server's log, whole).
+    pub fn log_lines_containing(&self, needle: &str) -> usize {
+        (self.servers.iter())
+            .map(|s| {
+                self.dir
+                    .join(format!("server{}", s.id))
+                    .join("zookeeper.log")
+            })
+            .filter_map(|log| std::fs::read_to_string(log).ok())
+            .map(|text| text.lines().filter(|line| line.contains(needle)).count())
+            .sum()
     }
 
     fn server(&mut self, id: u32) -> Result<&mut Server, String> {

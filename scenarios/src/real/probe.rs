@@ -13,8 +13,11 @@
 //! a real client learns no reply's header zxid, the servers' commit logs are not read, and
 //! the epoch a server leads is not published.
 //!
+//! Data loss ([`ProbeFault::DataLoss`]) kills every server, empties its data directory and
+//! starts them all again; the clients' sessions and last zxids are then ahead of the ensemble.
+//!
 //! Not modelled here yet: a client process paused past its session, a client cut off through
-//! a proxy, a session expired by the servers, data loss.
+//! a proxy, a session expired by the servers.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -39,6 +42,9 @@ pub struct ProbeRun {
     pub findings: Vec<Finding>,
     /// Counts and times, for the side-by-side.
     pub profile: Profile,
+    /// How many session requests the servers refused because the client had seen a later
+    /// zxid than theirs (counted in their logs: "Refusing session request").
+    pub refused_sessions: usize,
 }
 
 /// Runs the probe on `ensemble` with `fault`, the clients' streams drawn from `seed`.
@@ -98,6 +104,7 @@ pub fn run(
     drop(clients);
     runtime.shutdown_timeout(Duration::from_secs(5));
     faulted?;
+    let refused_sessions = ensemble.log_lines_containing("Refusing session request");
     let history = recorder.history();
     let findings = guarantees::judge(&history, &CommitLogs::new());
     let profile = Profile::of(&history);
@@ -105,6 +112,7 @@ pub fn run(
         history,
         findings,
         profile,
+        refused_sessions,
     })
 }
 
@@ -120,9 +128,10 @@ fn inject(
     let victim = match fault {
         ProbeFault::KillLeader => ensemble.leader(),
         ProbeFault::KillFollower => ensemble.follower(),
-        ProbeFault::None => None,
+        ProbeFault::DataLoss | ProbeFault::None => None,
     };
-    if fault != ProbeFault::None && victim.is_none() {
+    let kills = matches!(fault, ProbeFault::KillLeader | ProbeFault::KillFollower);
+    if kills && victim.is_none() {
         return Err(format!(
             "no server to take {}: modes {:?}",
             fault.name(),
@@ -134,6 +143,13 @@ fn inject(
         recorder.record(HistoryEvent::Fault {
             description: format!("KillServer {{ server: Id({server}) }} ({})", fault.name()),
         });
+    }
+    if fault == ProbeFault::DataLoss {
+        // Recorded first: the servers are gone from the moment it begins.
+        recorder.record(HistoryEvent::Fault {
+            description: "DataLoss".to_owned(),
+        });
+        ensemble.lose_data()?;
     }
     sleep(phases.fault_ms);
     if let Some(server) = victim {

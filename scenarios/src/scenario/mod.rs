@@ -141,6 +141,10 @@ fn yes() -> bool {
     true
 }
 
+fn is_never(policy: &zkh_sim::local_expiry::LocalExpiry) -> bool {
+    *policy == zkh_sim::local_expiry::LocalExpiry::Never
+}
+
 /// The workload: which recipe, how many servers and clients, and what the application does.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -162,6 +166,12 @@ pub struct WorkloadSpec {
     /// Whether the resource refuses tokens older than one it has seen (fencing).
     #[serde(default = "yes")]
     pub fenced: bool,
+    /// Whether a client that cannot reconnect ends its session on its own: `never` (the Java
+    /// client: only a server's answer ends it), `curator` (one session timeout after the
+    /// connection was lost), or `zookeeper-client-crate` (7/5 of the timeout after it last
+    /// heard from a server).
+    #[serde(default, skip_serializing_if = "is_never")]
+    pub local_expiry: zkh_sim::local_expiry::LocalExpiry,
     /// The lock's application: stock deduction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stock: Option<StockApp>,

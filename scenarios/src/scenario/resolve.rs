@@ -72,6 +72,8 @@ pub struct Resolved {
     pub session_timeout_ms: u64,
     /// Whether the resource is fenced.
     pub fenced: bool,
+    /// How the clients end a session they cannot reconnect.
+    pub local_expiry: zkh_sim::local_expiry::LocalExpiry,
     /// The lock's initial stock.
     pub initial_units: i64,
     /// The lock's critical section.
@@ -337,6 +339,7 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         clients: w.clients,
         session_timeout_ms: w.session_timeout_ms,
         fenced: w.fenced,
+        local_expiry: w.local_expiry,
         initial_units: stock.initial_units.unwrap_or(100_000),
         critical_ms: stock.critical_ms.unwrap_or(50),
         job_interval_ms: leader_job.interval_ms.unwrap_or(500),
