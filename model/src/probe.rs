@@ -29,7 +29,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use zkh_recipes::driver::Clock;
 use zkh_recipes::request::execute;
-use zkh_recipes::{ClientEvent, CreateMode, Request, Response, ZkClient, ZkError};
+use zkh_recipes::{ClientEvent, CreateMode, Request, Response, SessionEvent, ZkClient, ZkError};
 
 use crate::history::{History, HistoryEvent, OpOutcome};
 use crate::request::Reply;
@@ -360,6 +360,9 @@ pub struct Profile {
     /// For each fault, the milliseconds from it to the next acknowledged write (none if no
     /// write was acknowledged after it).
     pub writes_resumed_ms: Vec<(String, Option<u64>)>,
+    /// Milliseconds from the first fault to the first session expiry a client reported.
+    #[serde(default)]
+    pub first_expiry_ms: Option<u64>,
 }
 
 impl Profile {
@@ -404,6 +407,9 @@ impl Profile {
                     }
                 }
                 HistoryEvent::Session { event, .. } => {
+                    if let (SessionEvent::Expired, Some((_, fault_at))) = (event, faults.first()) {
+                        (profile.first_expiry_ms).get_or_insert((entry.at_us - fault_at) / 1000);
+                    }
                     let kind = format!("{event:?}");
                     let kind = kind.split([' ', '{', '(']).next().unwrap_or("").to_owned();
                     *profile.sessions.entry(kind).or_default() += 1;

@@ -209,7 +209,7 @@ fn print_report(fault: ProbeFault, phases: Phases, simulated: &Side, real: Optio
         );
     }
     println!();
-    println!("| what the clients saw, median per run | simulated | real |");
+    println!("| what the clients saw, per run: median (min–max) | simulated | real |");
     println!("| --- | ---: | ---: |");
     let none: &[Profile] = &[];
     let real_profiles = real.map_or(none, |r| &r.profiles);
@@ -219,7 +219,8 @@ fn print_report(fault: ProbeFault, phases: Phases, simulated: &Side, real: Optio
             values.sort_unstable();
             match values.len() {
                 0 => "-".to_owned(),
-                n => values[(n - 1) / 2].to_string(),
+                1 => values[0].to_string(),
+                n => format!("{} ({}–{})", values[(n - 1) / 2], values[0], values[n - 1]),
             }
         };
         println!(
@@ -251,7 +252,16 @@ fn profile_rows() -> Vec<(&'static str, Measure)> {
         Box::new(move |p: &Profile| p.writes_resumed_ms.get(index).and_then(|(_, ms)| *ms))
     };
     vec![
-        ("requests", Box::new(|p: &Profile| Some(p.requests))),
+        (
+            "requests that reached a server or were lost",
+            Box::new(|p: &Profile| {
+                let in_client = (p.outcomes.iter())
+                    .filter(|(kind, _)| kind.starts_with("failed in client"))
+                    .map(|(_, n)| n)
+                    .sum::<u64>();
+                Some(p.requests - in_client)
+            }),
+        ),
         ("answered ok", outcome("ok")),
         (
             "connection lost (outcome unknown)",
@@ -261,6 +271,10 @@ fn profile_rows() -> Vec<(&'static str, Measure)> {
         ("reconnections within the session", session("Reconnected")),
         ("sessions expired", session("Expired")),
         ("watch events", Box::new(|p: &Profile| Some(p.watch_events))),
+        (
+            "ms from the fault to the first session expired",
+            Box::new(|p: &Profile| p.first_expiry_ms),
+        ),
         (
             "ms from the fault to the next acknowledged write",
             resumed(0),

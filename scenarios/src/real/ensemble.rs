@@ -241,16 +241,22 @@ impl Ensemble {
         ))
     }
 
-    /// Data loss: every server killed (SIGKILL), its data directory emptied (its snapshots and
-    /// transaction logs; `myid` kept), and all started again, empty; waits for a quorum.
-    pub fn lose_data(&mut self) -> Result<(), String> {
+    /// Kills every server that runs (SIGKILL), the first half of data loss.
+    pub fn kill_all(&mut self) -> Result<(), String> {
         let ids: Vec<u32> = self.servers.iter().map(|s| s.id).collect();
-        for id in &ids {
-            let server = self.server(*id)?;
-            if let Ok(None) = server.process.try_wait() {
-                self.kill(*id)?;
+        for id in ids {
+            if let Ok(None) = self.server(id)?.process.try_wait() {
+                self.kill(id)?;
             }
         }
+        Ok(())
+    }
+
+    /// The second half of data loss, after [`Ensemble::kill_all`]: every server's data
+    /// directory emptied (its snapshots, transaction logs and epochs; `myid` kept), and all
+    /// started again at once, empty; waits for a quorum.
+    pub fn start_empty(&mut self) -> Result<(), String> {
+        let ids: Vec<u32> = self.servers.iter().map(|s| s.id).collect();
         for id in &ids {
             let logs = self
                 .dir

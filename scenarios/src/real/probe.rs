@@ -145,11 +145,13 @@ fn inject(
         });
     }
     if fault == ProbeFault::DataLoss {
-        // Recorded first: the servers are gone from the moment it begins.
+        // Recorded once every server is down: what was answered before it, was answered by the
+        // old ensemble.
+        ensemble.kill_all()?;
         recorder.record(HistoryEvent::Fault {
             description: "DataLoss".to_owned(),
         });
-        ensemble.lose_data()?;
+        ensemble.start_empty()?;
     }
     sleep(phases.fault_ms);
     if let Some(server) = victim {
