@@ -28,15 +28,5 @@ fn bench_real_times_a_failover_on_a_real_ensemble_and_stops_its_servers() {
     assert!(figures["real_p90_ms"].as_f64().is_some() && figures["machine"].is_string());
     assert!(stdout.contains("real failover"), "{stdout}");
     // Every server it started is gone.
-    let pids = stderr
-        .split("pids [")
-        .nth(1)
-        .and_then(|rest| rest.split(']').next())
-        .expect("the servers' pids are named");
-    for pid in pids.split(", ") {
-        assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-            "server pid {pid} still runs after bench-real ended"
-        );
-    }
+    common::assert_servers_stopped(&stderr, "bench-real");
 }

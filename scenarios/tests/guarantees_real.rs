@@ -68,17 +68,7 @@ fn a_real_ensemble_keeps_the_guarantees_a_client_can_judge_through_a_leader_cras
         stdout.contains("ZooKeeper guarantees on a real ensemble"),
         "{stdout}"
     );
-    let pids = stderr
-        .split("pids [")
-        .nth(1)
-        .and_then(|rest| rest.split(']').next())
-        .expect("the servers' pids are named");
-    for pid in pids.split(", ") {
-        assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
-            "server pid {pid} still runs after guarantees-real ended"
-        );
-    }
+    common::assert_servers_stopped(&stderr, "guarantees-real");
 
     // The real history, one session's later read of a key given an earlier read's stat (an
     // older view), breaks the single system image.

@@ -113,9 +113,8 @@ pub(super) fn differential(args: DifferentialArgs) -> ExitCode {
             simulated,
             real,
         };
-        let text = serde_json::to_string_pretty(&report).expect("a report serialises") + "\n";
-        if let Err(e) = std::fs::write(path, text) {
-            return fail(&format!("cannot write {}: {e}", path.display()));
+        if let Err(message) = super::write_json(path, &report) {
+            return fail(&message);
         }
     }
     if violated {

@@ -81,9 +81,8 @@ pub(super) fn guarantees_real(args: GuaranteesRealArgs) -> ExitCode {
             refused_sessions: run.refused_sessions,
             history: run.history,
         };
-        let text = serde_json::to_string_pretty(&result).expect("a result serialises") + "\n";
-        if let Err(e) = std::fs::write(path, text) {
-            return fail(&format!("cannot write {}: {e}", path.display()));
+        if let Err(message) = super::write_json(path, &result) {
+            return fail(&message);
         }
     }
     if violated {

@@ -141,6 +141,12 @@ pub struct ParticipantArgs {
     pub name: String,
 }
 
+/// Writes `value` as pretty JSON, one line at the end, to `path`.
+fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).expect("a result serialises") + "\n";
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
 /// The `p`th percentile of `sorted` (nearest rank; none measured gives 0): the benchmark's
 /// medians and p90s, on either side.
 fn percentile(sorted: &[f64], p: usize) -> f64 {

@@ -80,9 +80,8 @@ pub(super) fn bench_real(args: BenchRealArgs) -> ExitCode {
         result.machine
     );
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&result).expect("a result serialises") + "\n";
-        if let Err(e) = std::fs::write(path, text) {
-            return fail(&format!("cannot write {}: {e}", path.display()));
+        if let Err(message) = super::write_json(path, &result) {
+            return fail(&message);
         }
     }
     ExitCode::SUCCESS

@@ -23,3 +23,20 @@ pub fn zkharness_with_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, 
 pub fn zkharness(args: &[&str]) -> (i32, String, String) {
     zkharness_with_env(args, &[])
 }
+
+/// Asserts that every server PID a real-ensemble command named on stderr ("pids [a, b, c]")
+/// is gone once it ended.
+#[allow(dead_code)] // used by the real-ensemble tests of the normal build only
+pub fn assert_servers_stopped(stderr: &str, command: &str) {
+    let pids = stderr
+        .split("pids [")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .expect("the servers' pids are named");
+    for pid in pids.split(", ") {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "server pid {pid} still runs after {command} ended"
+        );
+    }
+}
