@@ -45,16 +45,20 @@ pub enum ProbeFault {
     /// Every server killed, its data directory emptied, and all started again at once: the
     /// ensemble comes back empty while the clients' sessions and last zxids are ahead of it.
     DataLoss,
+    /// Client 0 cut off from every server (its connections closed and refused; in the
+    /// simulator, a partition) for longer than its session, then reconnected.
+    CutOffClient,
     /// No fault: the same run undisturbed.
     None,
 }
 
 impl ProbeFault {
     /// Every fault, in the order `--help` lists them.
-    pub const ALL: [ProbeFault; 4] = [
+    pub const ALL: [ProbeFault; 5] = [
         ProbeFault::KillLeader,
         ProbeFault::KillFollower,
         ProbeFault::DataLoss,
+        ProbeFault::CutOffClient,
         ProbeFault::None,
     ];
 
@@ -64,6 +68,7 @@ impl ProbeFault {
             ProbeFault::KillLeader => "kill-leader",
             ProbeFault::KillFollower => "kill-follower",
             ProbeFault::DataLoss => "data-loss",
+            ProbeFault::CutOffClient => "cut-off-client",
             ProbeFault::None => "none",
         }
     }

@@ -6,8 +6,10 @@
 //! with the zxid that fired them), and the servers their commit logs, so every guarantee is
 //! judged here; the real side judges what a client-recorded history allows. A killed server
 //! is `KillServer` (a crash: its peers see the connection reset), its restart `RestartServer`
-//! (from its disk), as the real side's SIGKILL and start again.
+//! (from its disk), as the real side's SIGKILL and start again; a client cut off is a
+//! partition of client 0 from every server, ended by the heal.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +25,7 @@ use zkh_recipes::ZkError;
 use crate::client::LocalExpiry;
 use crate::clock::SimClock;
 use crate::cluster::{Cluster, ClusterConfig};
-use crate::fault::{Fault, ServerRef};
+use crate::fault::{Fault, NodeRef, ServerRef};
 
 /// Tries to make the probe's nodes before the clients start.
 const PREPARE_TRIES: u32 = 20;
@@ -83,7 +85,7 @@ pub async fn run(seed: u64, fault: ProbeFault, phases: Phases) -> SimProbeRun {
     let server = match fault {
         ProbeFault::KillLeader => Some(ServerRef::Leader),
         ProbeFault::KillFollower => Some(ServerRef::Follower),
-        ProbeFault::DataLoss | ProbeFault::None => None,
+        ProbeFault::DataLoss | ProbeFault::CutOffClient | ProbeFault::None => None,
     };
     if let Some(server) = server {
         cluster.inject(&Fault::KillServer { server }).await;
@@ -91,7 +93,20 @@ pub async fn run(seed: u64, fault: ProbeFault, phases: Phases) -> SimProbeRun {
     if fault == ProbeFault::DataLoss {
         cluster.inject(&Fault::DataLoss).await;
     }
+    if fault == ProbeFault::CutOffClient {
+        let cut = Fault::Partition {
+            a: BTreeSet::from([NodeRef::Client(0)]),
+            b: BTreeSet::from([NodeRef::AllServers]),
+            one_way: false,
+            // Ended by the heal below.
+            duration_ms: phases.fault_ms + 60_000,
+        };
+        cluster.inject(&cut).await;
+    }
     sleep(phases.fault_ms).await;
+    if fault == ProbeFault::CutOffClient {
+        cluster.heal();
+    }
     if server.is_some() {
         let restart = Fault::RestartServer {
             server: ServerRef::Down,

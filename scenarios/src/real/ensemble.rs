@@ -188,6 +188,11 @@ impl Ensemble {
         hosts.join(",")
     }
 
+    /// The servers' client ports, in `myid` order.
+    pub fn client_ports(&self) -> Vec<u16> {
+        self.servers.iter().map(|s| s.client_port).collect()
+    }
+
     /// The servers' PIDs.
     pub fn pids(&self) -> Vec<u32> {
         self.servers.iter().map(|s| s.process.id()).collect()

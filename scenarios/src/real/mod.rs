@@ -2,8 +2,10 @@
 //! has no sockets) ([`ensemble`]); on it, the benchmark's real side, the standard crash
 //! failover of five `LeaderLatch` processes ([`failover`], the same recipe code the simulator
 //! runs); and ZooKeeper's guarantees judged on the histories of the guarantee probe under a
-//! fault ([`probe`], the same checker as every simulated run).
+//! fault ([`probe`], the same checker as every simulated run), one client reaching the servers
+//! through a proxy it can cut ([`proxy`]).
 
 pub mod ensemble;
 pub mod failover;
 pub mod probe;
+pub mod proxy;

@@ -16,8 +16,11 @@
 //! Data loss ([`ProbeFault::DataLoss`]) kills every server, empties its data directory and
 //! starts them all again; the clients' sessions and last zxids are then ahead of the ensemble.
 //!
-//! Not modelled here yet: a client process paused past its session, a client cut off through
-//! a proxy, a session expired by the servers.
+//! A client cut off ([`ProbeFault::CutOffClient`]) reaches the servers through a [`Proxy`]
+//! that the run cuts for `fault_ms`, longer than its session: the servers expire it.
+//!
+//! Not modelled here yet: a client process paused past its session (the clients share one
+//! process).
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -32,6 +35,7 @@ use zkh_model::properties::Finding;
 use zkh_recipes::real::{RealClient, TokioClock};
 
 use super::ensemble::Ensemble;
+use super::proxy::Proxy;
 
 /// One judged run.
 pub struct ProbeRun {
@@ -60,9 +64,17 @@ pub fn run(
         .build()
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     let connect = ensemble.connect_string();
+    // Client 0 reaches the servers through a proxy the run can cut.
+    let proxy = (fault == ProbeFault::CutOffClient)
+        .then(|| Proxy::start(&ensemble.client_ports()))
+        .transpose()?;
     let clients: Vec<Arc<RealClient>> = runtime.block_on(async {
         let mut clients = Vec::new();
-        for _ in 0..CLIENTS {
+        for index in 0..CLIENTS {
+            let connect = match (&proxy, index) {
+                (Some(proxy), 0) => proxy.connect_string(),
+                _ => connect.clone(),
+            };
             let client = RealClient::connect(&connect, SESSION_TIMEOUT_MS)
                 .await
                 .map_err(|e| format!("cannot connect to {connect}: {e}"))?;
@@ -94,7 +106,7 @@ pub fn run(
             })
         })
         .collect();
-    let faulted = inject(ensemble, fault, phases, &recorder);
+    let faulted = inject(ensemble, proxy.as_ref(), fault, phases, &recorder);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     runtime.block_on(async {
         for task in tasks {
@@ -119,6 +131,7 @@ pub fn run(
 /// Waits through the phases, injecting and healing `fault` between them.
 fn inject(
     ensemble: &mut Ensemble,
+    proxy: Option<&Proxy>,
     fault: ProbeFault,
     phases: Phases,
     recorder: &HistoryRecorder,
@@ -128,7 +141,7 @@ fn inject(
     let victim = match fault {
         ProbeFault::KillLeader => ensemble.leader(),
         ProbeFault::KillFollower => ensemble.follower(),
-        ProbeFault::DataLoss | ProbeFault::None => None,
+        ProbeFault::DataLoss | ProbeFault::CutOffClient | ProbeFault::None => None,
     };
     let kills = matches!(fault, ProbeFault::KillLeader | ProbeFault::KillFollower);
     if kills && victim.is_none() {
@@ -153,7 +166,20 @@ fn inject(
         });
         ensemble.start_empty()?;
     }
+    if let Some(proxy) = proxy {
+        proxy.cut();
+        recorder.record(HistoryEvent::Fault {
+            description: "Partition { a: {Client(0)}, b: {AllServers} } (cut-off-client)"
+                .to_owned(),
+        });
+    }
     sleep(phases.fault_ms);
+    if let Some(proxy) = proxy {
+        proxy.heal();
+        recorder.record(HistoryEvent::Fault {
+            description: "heal".to_owned(),
+        });
+    }
     if let Some(server) = victim {
         recorder.record(HistoryEvent::Fault {
             description: format!("RestartServer {{ server: Id({server}) }}"),
