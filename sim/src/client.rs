@@ -12,8 +12,12 @@
 //!   it. A server that does not know the session any more answers `Expired`: that is the only way
 //!   the client learns of an expiry. A same-session reconnect re-registers the client's watches
 //!   with its last zxid; the server fires at once those whose condition changed.
+//! - **Its own expiry.** With a [`LocalExpiry`] other than `Never`, a client that cannot
+//!   reconnect ends its session on its own timer, as Curator and the `zookeeper-client` crate
+//!   do (measured after data loss on a real ensemble: docs/real-ensemble.md).
 //! - **After expiry** it stops (`SessionExpired` from then on), or, with
-//!   `new_session_after_expiry`, opens a new session as Curator and Kafka do.
+//!   `new_session_after_expiry`, opens a new session as Curator and Kafka do: a new handle,
+//!   which offers the servers no last zxid.
 //!
 //! Requests issued while not connected fail at once with `ConnectionLoss`; nothing is queued.
 //! Replies and watch events from a server the client has left are ignored.
