@@ -116,10 +116,11 @@ pub fn unjudged_on_client_records(guarantee: &str) -> Option<&'static str> {
             "a server does not publish the epoch it leads (srvr's zxid is its data tree's last, \
              which a new leader keeps until its first write)",
         ),
-        SESSION_END_IS_FINAL | DURABILITY | SEQUENTIALLY_CONSISTENT_READS => {
-            Some("needs the servers' commit logs")
-        }
-        LOST_REPLY_APPLIED | LOST_REPLY_NOT_APPLIED => Some("needs the servers' commit logs"),
+        SESSION_END_IS_FINAL
+        | DURABILITY
+        | SEQUENTIALLY_CONSISTENT_READS
+        | LOST_REPLY_APPLIED
+        | LOST_REPLY_NOT_APPLIED => Some("needs the servers' commit logs"),
         WATCH_EVENTS_IN_ORDER => Some(
             "a 3.8 server sends no zxid with an event, and a read's reply zxid is not given to \
              the client",

@@ -10,7 +10,7 @@
 //! ([`ProbeStep::draw`]), then pauses, until it is told to stop.
 //!
 //! The simulated client records its own history. A client that does not (a real one) is
-//! wrapped by a [`HistoryRecorder`]: the request is recorded before it is sent, the events the
+//! wrapped by a recorder (the real side's `HistoryRecorder`, in `zkh-scenarios`): the request is recorded before it is sent, the events the
 //! client has queued are recorded when its answer comes back (a client hands out a watch event
 //! before the reply that shows its change, so they come first), then the answer. A real client
 //! does not learn a reply's header zxid, so the recorder keeps the zxid only where the reply's
@@ -32,7 +32,7 @@ mod profile;
 mod record;
 
 pub use profile::{verdicts, Profile, Verdict};
-pub use record::{as_recorded_by_a_client, outcome, HistoryRecorder, Recorder, SelfRecorded};
+pub use record::{as_recorded_by_a_client, outcome, Recorder, SelfRecorded};
 
 /// A fault both a real ensemble and the simulated one can take, for the side-by-side runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

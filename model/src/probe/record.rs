@@ -2,16 +2,14 @@
 //! sees it, with a reply's zxid only where the reply's stat gives it exactly (see the parent
 //! module).
 
-use std::sync::Mutex;
-use std::time::Instant;
-
 use zkh_recipes::{ClientEvent, Request, Response, ZkError};
 
 use crate::history::{History, HistoryEvent, OpOutcome};
 use crate::request::Reply;
 
 /// Where the history goes: nowhere for a client that records its own (the simulated one),
-/// a [`HistoryRecorder`] for one that does not.
+/// a wall-clock recorder for one that does not (the real side's, in `zkh-scenarios`: this
+/// crate reads no clock).
 pub trait Recorder: Send + Sync {
     /// `client` issues `request` under its current session; returns the request's id.
     fn invoke(&self, client: u32, session: zkh_recipes::SessionId, request: &Request) -> u64;
@@ -33,81 +31,6 @@ impl Recorder for SelfRecorded {
         0
     }
     fn complete(&self, _: u32, _: u64, _: Vec<ClientEvent>, _: &Result<Response, ZkError>) {}
-}
-
-/// Records a real client's requests, answers and events into one history, timed by the wall
-/// clock from its creation (a real run has no other time).
-pub struct HistoryRecorder {
-    start: Instant,
-    state: Mutex<(History, u64)>,
-}
-
-impl Default for HistoryRecorder {
-    fn default() -> Self {
-        HistoryRecorder {
-            start: Instant::now(),
-            state: Mutex::new((History::new(), 0)),
-        }
-    }
-}
-
-impl HistoryRecorder {
-    /// Appends `event` now.
-    pub fn record(&self, event: HistoryEvent) {
-        let mut state = self.lock();
-        // Taken under the lock, so that the history's times never go back.
-        let at_us = self.start.elapsed().as_micros() as u64;
-        state.0.push(at_us, event);
-    }
-
-    /// The history so far.
-    pub fn history(&self) -> History {
-        self.lock().0.clone()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, (History, u64)> {
-        self.state
-            .lock()
-            .expect("history mutex poisoned: a panic while recording")
-    }
-}
-
-impl Recorder for HistoryRecorder {
-    fn invoke(&self, client: u32, session: zkh_recipes::SessionId, request: &Request) -> u64 {
-        let xid = {
-            let mut state = self.lock();
-            state.1 += 1;
-            state.1
-        };
-        let request = request.clone();
-        self.record(HistoryEvent::Invoke {
-            client,
-            session,
-            xid,
-            request,
-        });
-        xid
-    }
-
-    fn complete(
-        &self,
-        client: u32,
-        xid: u64,
-        events: Vec<ClientEvent>,
-        result: &Result<Response, ZkError>,
-    ) {
-        for event in events {
-            self.record(match event {
-                ClientEvent::Watch(event) => HistoryEvent::Watch { client, event },
-                ClientEvent::Session(event) => HistoryEvent::Session { client, event },
-            });
-        }
-        self.record(HistoryEvent::Complete {
-            client,
-            xid,
-            outcome: outcome(result),
-        });
-    }
 }
 
 /// How a real client's answer is recorded: the zxid only where the stat gives it exactly.

@@ -9,3 +9,4 @@ pub mod ensemble;
 pub mod failover;
 pub mod probe;
 pub mod proxy;
+pub mod recorder;

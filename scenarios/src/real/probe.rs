@@ -28,14 +28,13 @@ use std::time::Duration;
 
 use zkh_model::guarantees::{self, CommitLogs};
 use zkh_model::history::{History, HistoryEvent};
-use zkh_model::probe::{
-    self, HistoryRecorder, Phases, ProbeFault, Profile, CLIENTS, PAUSE_MS, SESSION_TIMEOUT_MS,
-};
+use zkh_model::probe::{self, Phases, ProbeFault, Profile, CLIENTS, PAUSE_MS, SESSION_TIMEOUT_MS};
 use zkh_model::properties::Finding;
 use zkh_recipes::real::{RealClient, TokioClock};
 
 use super::ensemble::Ensemble;
 use super::proxy::Proxy;
+use super::recorder::HistoryRecorder;
 
 /// One judged run.
 pub struct ProbeRun {
