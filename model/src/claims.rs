@@ -55,10 +55,7 @@ pub fn claims_owned_at_end(history: &impl Entries, finals: &[(u32, ZkModel)]) ->
     if lost {
         return not_judged("not judged: the ensemble's data was lost, and tokens started again");
     }
-    let Some((server, tree)) = finals
-        .iter()
-        .max_by_key(|(server, model)| (model.last_zxid(), std::cmp::Reverse(*server)))
-    else {
+    let Some((server, tree)) = furthest(finals) else {
         return not_judged("not judged: no server's final state was recorded");
     };
     let mut beliefs: BTreeMap<u32, Belief> = BTreeMap::new();
@@ -81,14 +78,7 @@ pub fn claims_owned_at_end(history: &impl Entries, finals: &[(u32, ZkModel)]) ->
             }
             HistoryEvent::Session { client, event } => {
                 let belief = beliefs.entry(*client).or_default();
-                match event {
-                    SessionEvent::Connected { session_id }
-                    | SessionEvent::Reconnected { session_id } => {
-                        belief.session = Some(*session_id);
-                    }
-                    SessionEvent::Expired | SessionEvent::Closed => belief.session = None,
-                    SessionEvent::Disconnected => {}
-                }
+                belief.session = session_after(event, belief.session);
             }
             _ => {}
         }
@@ -143,6 +133,26 @@ pub fn claims_owned_at_end(history: &impl Entries, finals: &[(u32, ZkModel)]) ->
              left unjudged with a request in flight)"
         )
     })
+}
+
+/// The final state of the server that ended furthest along (the lowest id among equals), by
+/// id: ZooKeeper's guarantee "durability" holds each server's final state to the agreed order.
+pub(crate) fn furthest(finals: &[(u32, ZkModel)]) -> Option<&(u32, ZkModel)> {
+    finals
+        .iter()
+        .max_by_key(|(server, model)| (model.last_zxid(), std::cmp::Reverse(*server)))
+}
+
+/// A client's current session after `event`, `before` it: the one it connected or reconnected
+/// with, none once it ended.
+pub(crate) fn session_after(event: &SessionEvent, before: Option<SessionId>) -> Option<SessionId> {
+    match event {
+        SessionEvent::Connected { session_id } | SessionEvent::Reconnected { session_id } => {
+            Some(*session_id)
+        }
+        SessionEvent::Expired | SessionEvent::Closed => None,
+        SessionEvent::Disconnected => before,
+    }
 }
 
 #[cfg(test)]

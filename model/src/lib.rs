@@ -18,6 +18,7 @@ pub mod guarantees;
 pub mod history;
 pub mod history_text;
 pub mod memory;
+pub mod orphans;
 pub mod probe;
 pub mod properties;
 pub mod request;

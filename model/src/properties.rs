@@ -144,6 +144,15 @@ pub fn explanation(name: &str) -> &'static str {
             "When the run ends, each client that believes it holds a role holds it by a node \
              that exists and is owned by its current session."
         }
+        "no orphaned ephemerals" => {
+            "When the run ends, every ephemeral node a live client's current session owns is one \
+             the client knows is its own: none was lost track of, keeping a place or a role \
+             until its session ends."
+        }
+        "an ephemeral was judged" => {
+            "Sometimes: when the run ended, a live client's session owned an ephemeral node for \
+             the orphan check to judge."
+        }
         "role changed hands after a loss" => {
             "Sometimes: a role passed to another client after its holder lost its session."
         }

@@ -37,9 +37,53 @@ pub trait Clock: Send + Sync + 'static {
 pub struct Handle<M: Machine> {
     requests: mpsc::UnboundedSender<M::Request>,
     reports: Mutex<mpsc::UnboundedReceiver<M::Report>>,
+    knowledge: Knowledge,
+}
+
+/// What a running machine knows of its own ephemeral nodes ([`Machine::known_ephemerals`]),
+/// as its driver last published it, before each wait: shared by the driver and whoever judges
+/// the machine (the simulator's end-of-run orphan check).
+#[derive(Clone, Debug, Default)]
+pub struct Knowledge(Arc<std::sync::Mutex<Known>>);
+
+/// One published state of a [`Knowledge`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Known {
+    /// The machine names no nodes (its recipe does not say), or its driver has not run yet.
+    #[default]
+    Unnamed,
+    /// An operation is queued or in flight: its reply may change what the machine knows (a
+    /// create's reply names the node it made).
+    Busy,
+    /// Nothing queued or in flight: these are the machine's own.
+    Settled(Vec<String>),
+}
+
+impl Knowledge {
+    /// The state last published.
+    pub fn get(&self) -> Known {
+        self.0.lock().expect("knowledge mutex").clone()
+    }
+
+    fn publish<M: Machine>(&self, machine: &M, busy: bool) {
+        let Some(known) = machine.known_ephemerals() else {
+            return;
+        };
+        let now = if busy {
+            Known::Busy
+        } else {
+            Known::Settled(known)
+        };
+        *self.0.lock().expect("knowledge mutex") = now;
+    }
 }
 
 impl<M: Machine> Handle<M> {
+    /// What the machine knows of its own ephemeral nodes, as its driver last published it.
+    pub fn knowledge(&self) -> Knowledge {
+        self.knowledge.clone()
+    }
+
     /// Sends a request to the machine. False if the driver has stopped.
     pub fn send(&self, request: M::Request) -> bool {
         self.requests.send(request).is_ok()
@@ -92,13 +136,30 @@ where
     C: ZkClient + 'static,
     M: Machine,
 {
+    start_observed(client, clock, machine, Knowledge::default())
+}
+
+/// [`start`], publishing what the machine knows of its own ephemeral nodes into `knowledge`
+/// (which a host may share across the machines it starts one after another on one client).
+pub fn start_observed<C, M>(
+    client: Arc<C>,
+    clock: Arc<dyn Clock>,
+    machine: M,
+    knowledge: Knowledge,
+) -> (Handle<M>, impl Future<Output = M> + Send)
+where
+    C: ZkClient + 'static,
+    M: Machine,
+{
     let (request_tx, request_rx) = mpsc::unbounded_channel();
     let (report_tx, report_rx) = mpsc::unbounded_channel();
     let handle = Handle {
         requests: request_tx,
         reports: Mutex::new(report_rx),
+        knowledge: knowledge.clone(),
     };
-    (handle, drive(client, clock, machine, request_rx, report_tx))
+    let driver = drive(client, clock, machine, request_rx, report_tx, knowledge);
+    (handle, driver)
 }
 
 async fn drive<C, M>(
@@ -107,6 +168,7 @@ async fn drive<C, M>(
     mut machine: M,
     mut requests: mpsc::UnboundedReceiver<M::Request>,
     reports: mpsc::UnboundedSender<M::Report>,
+    knowledge: Knowledge,
 ) -> M
 where
     C: ZkClient + 'static,
@@ -125,6 +187,7 @@ where
                 ));
             }
         }
+        knowledge.publish(&machine, in_flight.is_some());
         let input = tokio::select! {
             // Polled in this order: events before replies (the trait's ordering promise), and no
             // random branch order (it would be entropy from outside the seed).

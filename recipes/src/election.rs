@@ -345,6 +345,11 @@ impl Machine for ElectionMachine {
     type Request = ElectionRequest;
     type Report = ElectionReport;
 
+    /// Its instance node while it leads, and its round's latch node.
+    fn known_ephemerals(&self) -> Option<Vec<String>> {
+        Some(self.known_nodes())
+    }
+
     fn handle(&mut self, input: Input<ElectionRequest>, out: &mut Vec<Command<ElectionReport>>) {
         if let Input::Reply { id, .. } | Input::Timer(id) = input {
             if id < 1 << LATCH_ID_SHIFT {

@@ -576,6 +576,11 @@ impl Machine for LockMachine {
     type Request = LockRequest;
     type Report = LockReport;
 
+    /// Its node, holding or waiting.
+    fn known_ephemerals(&self) -> Option<Vec<String>> {
+        Some(self.own_node().map(str::to_owned).into_iter().collect())
+    }
+
     fn handle(&mut self, input: Input<LockRequest>, out: &mut Vec<Command<LockReport>>) {
         self.ids.note(&input);
         match input {
@@ -716,6 +721,11 @@ impl Lock {
     /// A report that came without being asked for (e.g. [`LockReport::Lost`]), if any.
     pub fn try_report(&self) -> Option<LockReport> {
         self.handle.try_report()
+    }
+
+    /// What the lock's machine knows of its own node ([`crate::driver::Handle::knowledge`]).
+    pub fn knowledge(&self) -> crate::driver::Knowledge {
+        self.handle.knowledge()
     }
 }
 

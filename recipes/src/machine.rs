@@ -91,6 +91,16 @@ pub trait Machine: Clone + Eq + Hash + Debug + Send + 'static {
 
     /// Reacts to `input`, appending commands to `out`.
     fn handle(&mut self, input: Input<Self::Request>, out: &mut Vec<Command<Self::Report>>);
+
+    /// Every ephemeral node this machine knows is its own now (a waiter's node, a role's
+    /// node), or `None` if the recipe does not say. When nothing of the machine's is in flight,
+    /// each ephemeral node its current session owns must be among them: a node it lost track
+    /// of (a create whose reply was lost and never found) is an orphan, holding a place or a
+    /// role until the session ends. The model checker's invariant "no orphaned ephemerals" and
+    /// the simulator's end-of-run check of the same name read it. By default `None`.
+    fn known_ephemerals(&self) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// An id allocator, part of a machine's state: it knows which ids are still *outstanding* (an

@@ -229,6 +229,11 @@ impl Machine for MasterMachine {
     type Request = MasterRequest;
     type Report = MasterReport;
 
+    /// `/master`, while it believes it is master (the book's process knows no other node).
+    fn known_ephemerals(&self) -> Option<Vec<String>> {
+        Some(self.claimed_node().map(str::to_owned).into_iter().collect())
+    }
+
     fn handle(&mut self, input: Input<MasterRequest>, out: &mut Vec<Command<MasterReport>>) {
         self.ids.note(&input);
         if self.stopped {

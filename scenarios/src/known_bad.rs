@@ -82,6 +82,13 @@ pub const KNOWN_BAD: &[KnownBad] = &[
         steps: 40,
     },
     KnownBad {
+        recipe: "latch",
+        variant: "unprotected",
+        options: &["--faults", "drop-reply=1"],
+        property: "leader elected",
+        steps: 23,
+    },
+    KnownBad {
         recipe: "election",
         variant: "check-then-write",
         options: &["--acting", "unfenced", "--faults", "none"],

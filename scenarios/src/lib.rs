@@ -81,7 +81,7 @@ impl Recipe {
             "latch" => RecipeKind::Latch(variant(
                 name,
                 variant_name,
-                "correct, trust-predecessor, no-owner-check, keep-on-suspend, requeue-when-behind",
+                "correct, trust-predecessor, no-owner-check, keep-on-suspend, requeue-when-behind, unprotected",
             )?),
             "election" => {
                 RecipeKind::Election(variant(name, variant_name, "correct, check-then-write, forgetful-close")?)

@@ -104,7 +104,7 @@ struct ModelArgs {
     /// `--clients 2`; see README).
     recipe: String,
     /// The recipe's variant: `correct`, or a known-bad one (lock: `herd`, `unprotected`, `unguaranteed-delete`;
-    /// latch: `trust-predecessor`, `no-owner-check`, `keep-on-suspend`, `requeue-when-behind`; election: `check-then-write`, `forgetful-close`; master:
+    /// latch: `trust-predecessor`, `no-owner-check`, `keep-on-suspend`, `requeue-when-behind`, `unprotected`; election: `check-then-write`, `forgetful-close`; master:
     /// `no-watch`; job: `one-item-per-idle`, `trust-owners`, `no-cycle-claim`, `uncovered-reshard`,
     /// `no-reregister`, `run-ahead`).
     #[arg(long, default_value = "correct")]

@@ -10,6 +10,7 @@
 //! happen, else a pass.
 
 use zkh_model::claims::claims_owned_at_end;
+use zkh_model::orphans::orphans_at_end;
 use zkh_model::properties::{wakeups, Class, Finding};
 use zkh_model::History;
 use zkh_recipes::fencing::Fencing;
@@ -120,6 +121,9 @@ fn judge(scenario: &Resolved, seed: u64, mut outcome: WorkloadOutcome) -> RunRes
     // Judged here, not by the workloads: it needs the servers' final states.
     let claims = claims_owned_at_end(&outcome.history, &outcome.commit_logs.finals);
     outcome.findings.push(claims);
+    let finals = &outcome.commit_logs.finals;
+    let orphans = orphans_at_end(&outcome.history, finals, &outcome.known);
+    outcome.findings.extend(orphans);
     let verdict = verdict(
         &guarantees,
         &outcome.findings,

@@ -433,6 +433,48 @@ fn fencing_hides_the_control_that_the_unfenced_scenario_catches() {
     assert!(stdout.contains("caught@"), "{stdout}");
 }
 
+/// The end-of-run orphan check catches its control alone: the latch's `unprotected` (a create
+/// whose reply was lost is made again without looking for its node) leaves, behind a leader
+/// that keeps leading, a node its live session owns and does not know of, and no other
+/// property breaks; the correct latch in the same scenario passes it, with a node judged.
+#[test]
+fn the_orphan_check_alone_catches_a_node_left_behind_the_leader() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/control-latch-unprotected.toml");
+    let control = load(&file).expect("the control").resolved;
+    let mut correct = control.clone();
+    correct.variant = "correct".to_owned();
+    let broken = |result: &runner::RunResult| -> Vec<String> {
+        (result.findings.iter())
+            .filter(|f| f.class != "sometimes" && !f.holds)
+            .map(|f| f.property.clone())
+            .collect()
+    };
+    for seed in 0..10 {
+        let caught = runner::run(&control, seed);
+        assert_eq!(broken(&caught), ["no orphaned ephemerals"], "seed {seed}");
+        let orphan = (caught.findings.iter())
+            .find(|f| f.property == "no orphaned ephemerals")
+            .expect("judged");
+        assert!(
+            orphan.detail.contains("client 2's session"),
+            "{}",
+            orphan.detail
+        );
+        assert_eq!(orphan.evidence.len(), 1, "the create whose reply was lost");
+
+        let passed = runner::run(&correct, seed);
+        assert!(
+            broken(&passed).is_empty(),
+            "seed {seed}: {:?}",
+            broken(&passed)
+        );
+        let judged = (passed.findings.iter())
+            .find(|f| f.property == "an ephemeral was judged")
+            .expect("the companion");
+        assert!(judged.holds, "seed {seed}: no node was there to judge");
+    }
+}
+
 /// Determinism across threads: the same seeds swept on one thread and on two, and each run
 /// alone, give the same trace hashes (every seed on a fresh thread with a fresh runtime, the
 /// seed the only entropy). The unfenced lock expected to pass fails on several seeds, and a

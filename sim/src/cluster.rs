@@ -444,6 +444,11 @@ impl Cluster {
         lock(&self.triggers).extend(triggered.iter().cloned());
     }
 
+    /// Whether client `client`'s process was crashed (crashed clients stay dead).
+    pub fn client_crashed(&self, client: u32) -> bool {
+        self.clients.get(&client).is_some_and(|slot| slot.crashed)
+    }
+
     /// The planned faults (scripted or triggered, not random) that did not happen: a trigger
     /// that never matched within the fault phase, a scripted fault due after it or without a
     /// target when due. Each is also in the history as a `Fault` entry starting "not fired".

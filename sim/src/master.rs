@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
-use zkh_recipes::driver::{self, Clock};
+use zkh_recipes::driver::{self, Clock, Knowledge};
 use zkh_recipes::master::{MasterMachine, MasterReport, MasterRequest, MasterVariant};
 use zkh_recipes::{CreateMode, ZkClient, ZkError};
 
@@ -53,12 +53,14 @@ pub async fn create_parent(client: &SimClient) {
 
 /// Runs the election for `participant` on `client` under a supervisor that restarts it after
 /// an expiry. Returns the leadership changes, for the leader's loop, and the supervisor's task,
-/// which the host spawns on the client's node.
+/// which the host spawns on the client's node. Each machine it starts publishes what it knows of
+/// its own node into `knowledge`.
 pub(crate) fn supervise(
     client: Arc<SimClient>,
     clock: Arc<dyn Clock>,
     variant: MasterVariant,
     participant: String,
+    knowledge: Knowledge,
 ) -> (NextLeadership, impl std::future::Future<Output = ()> + Send) {
     let (tx, rx) = unbounded_channel();
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
@@ -66,7 +68,10 @@ pub(crate) fn supervise(
         let rx = Arc::clone(&rx);
         Box::pin(async move { rx.lock().await.recv().await })
     });
-    (next, run(client, clock, variant, participant, tx))
+    (
+        next,
+        run(client, clock, variant, participant, tx, knowledge),
+    )
 }
 
 async fn run(
@@ -75,11 +80,17 @@ async fn run(
     variant: MasterVariant,
     participant: String,
     leadership: UnboundedSender<Leadership>,
+    knowledge: Knowledge,
 ) {
     // Bounded: a restart costs at least a second, far fewer than a run has.
     for _ in 0..10_000 {
         let machine = MasterMachine::with_variant(variant, MASTER_PATH, &participant);
-        let (handle, driver) = driver::start(Arc::clone(&client), Arc::clone(&clock), machine);
+        let (handle, driver) = driver::start_observed(
+            Arc::clone(&client),
+            Arc::clone(&clock),
+            machine,
+            knowledge.clone(),
+        );
         let driver = madsim::task::spawn(driver);
         handle.send(MasterRequest::Run);
         while let Some(report) = handle.next_report().await {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use zkh_model::guarantees::CommitLogs;
 use zkh_model::properties::{self, sometimes, Finding};
 use zkh_model::{History, HistoryEvent};
-use zkh_recipes::driver;
+use zkh_recipes::driver::{self, Knowledge, Known};
 use zkh_recipes::election::{ElectionMachine, ElectionReport, ElectionRequest, ElectionVariant};
 use zkh_recipes::fencing::{FencedResource, Fencing};
 use zkh_recipes::latch::{LatchMachine, LatchReport, LatchRequest, LatchVariant};
@@ -97,6 +97,10 @@ pub struct WorkloadOutcome {
     pub faults_not_fired: Vec<String>,
     /// What each server applied ([`Cluster::commit_logs`]), for ZooKeeper's guarantees.
     pub commit_logs: CommitLogs,
+    /// What each live client's recipe knew of its own ephemeral nodes when the run ended, for
+    /// the orphan check (`zkh_model::orphans`); crashed clients are left out, and a host that
+    /// does not say leaves it empty.
+    pub known: Vec<(u32, Known)>,
 }
 
 impl WorkloadOutcome {
@@ -147,6 +151,7 @@ pub async fn stock(
         units: config.initial_stock,
         fence: FencedResource::new(),
     }));
+    let mut knowledge = Vec::new();
     for id in 0..config.clients {
         let client = Arc::new(
             cluster
@@ -162,6 +167,7 @@ pub async fn stock(
             &format!("client{id}-{seed:x}"),
         );
         cluster.spawn_on_client(id, driver);
+        knowledge.push((id, lock.knowledge()));
         let (history, net, stock, config) = (
             cluster.history_handle(),
             Arc::clone(cluster.net()),
@@ -257,7 +263,17 @@ pub async fn stock(
         findings,
         faults_not_fired,
         commit_logs: cluster.commit_logs(),
+        known: known_at_end(&cluster, &knowledge),
     }
+}
+
+/// What each live client of `knowledge`'s knew of its own ephemeral nodes at this moment
+/// (crashed clients left out).
+pub(crate) fn known_at_end(cluster: &Cluster, knowledge: &[(u32, Knowledge)]) -> Vec<(u32, Known)> {
+    (knowledge.iter())
+        .filter(|(id, _)| !cluster.client_crashed(*id))
+        .map(|(id, knowledge)| (*id, knowledge.get()))
+        .collect()
 }
 
 /// The ensemble of `servers` servers with `defects` (none but in tests), otherwise as
@@ -414,6 +430,7 @@ pub async fn leader_job(
         LeaderRecipe::Election(_) => Some(JOB_LATCH_DIR),
         LeaderRecipe::Master(_) => None,
     };
+    let mut knowledge = Vec::new();
     for id in 0..config.clients {
         let client = Arc::new(
             cluster
@@ -430,6 +447,7 @@ pub async fn leader_job(
                 let (handle, driver) = driver::start(client, clock, machine);
                 handle.send(LatchRequest::Start);
                 cluster.spawn_on_client(id, driver);
+                knowledge.push((id, handle.knowledge()));
                 leadership(handle, |report| match report {
                     LatchReport::Leader { token } => Leadership::Gained(token),
                     LatchReport::NotLeader | LatchReport::Failed(_) | LatchReport::Closed => {
@@ -442,6 +460,7 @@ pub async fn leader_job(
                 let (handle, driver) = driver::start(client, clock, machine);
                 handle.send(ElectionRequest::Elect);
                 cluster.spawn_on_client(id, driver);
+                knowledge.push((id, handle.knowledge()));
                 leadership(handle, |report| match report {
                     ElectionReport::Leader { token } => Leadership::Gained(token),
                     ElectionReport::NotLeader => Leadership::Lost,
@@ -453,7 +472,10 @@ pub async fn leader_job(
                     // Before any participant runs: the deployment's parent node.
                     master::create_parent(&client).await;
                 }
-                let (next, supervisor) = master::supervise(client, clock, variant, participant);
+                let known = Knowledge::default();
+                knowledge.push((id, known.clone()));
+                let (next, supervisor) =
+                    master::supervise(client, clock, variant, participant, known);
                 cluster.spawn_on_client(id, supervisor);
                 next
             }
@@ -492,5 +514,6 @@ pub async fn leader_job(
         findings,
         faults_not_fired,
         commit_logs: cluster.commit_logs(),
+        known: known_at_end(&cluster, &knowledge),
     }
 }

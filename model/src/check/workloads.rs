@@ -194,7 +194,7 @@ impl Workload for LockWorkload {
     const KNOWS_ITS_EPHEMERALS: bool = true;
 
     fn known_nodes(&self, machine: &LockMachine) -> Vec<String> {
-        machine.own_node().map(str::to_owned).into_iter().collect()
+        machine.known_ephemerals().unwrap_or_default()
     }
 
     fn client(&self, index: usize) -> (LockMachine, LockApp, Vec<LockRequest>) {
@@ -372,10 +372,10 @@ pub trait LeaderRecipe: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 's
     /// The node the leadership `machine` believes it holds stands on, if it believes it leads
     /// ([`Workload::claimed_nodes`]).
     fn claimed_node(machine: &Self::Machine) -> Option<String>;
-    /// Every ephemeral node `machine` knows is its own ([`Workload::known_nodes`]): by default
-    /// its claimed node.
+    /// Every ephemeral node `machine` knows is its own ([`Workload::known_nodes`]): what the
+    /// machine itself says ([`Machine::known_ephemerals`]), which the simulator reads too.
     fn known_nodes(machine: &Self::Machine) -> Vec<String> {
-        Self::claimed_node(machine).into_iter().collect()
+        machine.known_ephemerals().unwrap_or_default()
     }
 }
 
@@ -584,10 +584,6 @@ impl LeaderRecipe for LatchWorkload {
         &JUDGES
     }
 
-    fn known_nodes(machine: &LatchMachine) -> Vec<String> {
-        machine.own_node().map(str::to_owned).into_iter().collect()
-    }
-
     fn claimed_node(machine: &LatchMachine) -> Option<String> {
         machine.claimed_node().map(str::to_owned)
     }
@@ -630,10 +626,6 @@ impl LeaderRecipe for ElectionWorkload {
     fn judged_by() -> &'static OnceLock<Vec<Judge<Self>>> {
         static JUDGES: OnceLock<Vec<Judge<ElectionWorkload>>> = OnceLock::new();
         &JUDGES
-    }
-
-    fn known_nodes(machine: &ElectionMachine) -> Vec<String> {
-        machine.known_nodes()
     }
 
     fn claimed_node(machine: &ElectionMachine) -> Option<String> {

@@ -37,14 +37,21 @@ pub fn judged_properties(recipe: RecipeName) -> &'static [&'static str] {
             "herd free",
             "leader elected",
             "claims are owned",
+            "no orphaned ephemerals",
         ],
         RecipeName::Latch | RecipeName::Election => &[
             "single acting master",
             "herd free",
             "leader elected",
             "claims are owned",
+            "no orphaned ephemerals",
         ],
-        RecipeName::Master => &["single acting master", "leader elected", "claims are owned"],
+        RecipeName::Master => &[
+            "single acting master",
+            "leader elected",
+            "claims are owned",
+            "no orphaned ephemerals",
+        ],
         RecipeName::Job => &[
             "no shard executed twice",
             "no shard lost",
@@ -158,7 +165,7 @@ fn sim_recipe(recipe: RecipeName, name: &str) -> Result<SimRecipe, Problem> {
         )?),
         RecipeName::Latch => SimRecipe::Latch(variant(
             name,
-            "correct, trust-predecessor, no-owner-check, keep-on-suspend, requeue-when-behind",
+            "correct, trust-predecessor, no-owner-check, keep-on-suspend, requeue-when-behind, unprotected",
         )?),
         RecipeName::Election => SimRecipe::Election(variant(name, "correct, check-then-write, forgetful-close")?),
         RecipeName::Master => SimRecipe::Master(variant(name, "correct, no-watch")?),
