@@ -18,6 +18,11 @@
 //! request still in flight when the run ends is not settled (its release may be applied and its
 //! reply not yet in) and is left unjudged, as the model checker judges settled moments only.
 //!
+//! A recipe may also say which nodes it stands on without a role and a token (the sharded job's
+//! registration under `instances/`: [`Machine::claimed_ephemerals`], published by the
+//! simulator's driver): each such node of a client whose driver was settled when the run ended
+//! (nothing queued or in flight) must be in the final tree, owned by its current session.
+//!
 //! Not judged where the ensemble's data was lost (zxids, and with them tokens, start again), or
 //! where no server's final state was recorded. Not modelled: the moments between (the model
 //! checker judges every settled moment; a false belief that ends before the run does is caught
@@ -25,12 +30,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use zkh_recipes::driver::{Known, Own};
 use zkh_recipes::{SessionEvent, SessionId};
 
 use crate::check::OWNERSHIP;
 use crate::history::{Entries, HistoryEvent};
 use crate::properties::{Class, Finding};
 use crate::zookeeper::ZkModel;
+#[cfg(doc)]
+use zkh_recipes::machine::Machine;
 
 /// What one client believes when the run ends.
 #[derive(Default)]
@@ -45,8 +53,13 @@ struct Belief {
 }
 
 /// Judges "claims are owned" at the end of the run of `history`, against `finals`, each
-/// server's final state by id.
-pub fn claims_owned_at_end(history: &impl Entries, finals: &[(u32, ZkModel)]) -> Finding {
+/// server's final state by id, and `known`, what each live client's machine said it stands on
+/// when the run ended ([`Own::claimed`]: the sharded job's registration).
+pub fn claims_owned_at_end(
+    history: &impl Entries,
+    finals: &[(u32, ZkModel)],
+    known: &[(u32, Known)],
+) -> Finding {
     let not_judged = |why: &str| {
         let why = why.to_owned();
         Finding::new(OWNERSHIP, Class::Always, None, move || why)
@@ -127,10 +140,46 @@ pub fn claims_owned_at_end(history: &impl Entries, finals: &[(u32, ZkModel)]) ->
                 .with_evidence(history, vec![*at]);
         }
     }
+    let mut registrations = 0;
+    for (client, knowledge) in known {
+        let Known::Settled(Own {
+            claimed: Some(claimed),
+            ..
+        }) = knowledge
+        else {
+            continue;
+        };
+        let session = beliefs.get(client).and_then(|belief| belief.session);
+        let Some(session) = session else {
+            continue;
+        };
+        for path in claimed {
+            registrations += 1;
+            let owner = tree.tree().get(path).map(|node| node.ephemeral_owner);
+            let problem = match owner {
+                Some(Some(owner)) if owner == session => continue,
+                None => format!("it is not on server {server}"),
+                Some(owner) => format!(
+                    "it is owned by {}, not by its session {:#x}",
+                    owner.map_or("no session (a persistent node)".to_owned(), |o| format!(
+                        "session {:#x}",
+                        o.0
+                    )),
+                    session.0
+                ),
+            };
+            let detail = format!(
+                "client {client}, with nothing in flight, stands on {path} when the run ends, \
+                 and {problem}"
+            );
+            return Finding::new(OWNERSHIP, Class::Always, Some(detail), String::new);
+        }
+    }
     Finding::new(OWNERSHIP, Class::Always, None, move || {
         format!(
             "{judged} roles held when the run ended, each by a node its session owns ({unsettled} \
-             left unjudged with a request in flight)"
+             left unjudged with a request in flight); {registrations} registrations, each its \
+             client's own"
         )
     })
 }
@@ -156,7 +205,7 @@ pub(crate) fn session_after(event: &SessionEvent, before: Option<SessionId>) -> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use zkh_recipes::{CreateMode, Request};
 
     use super::*;
@@ -217,11 +266,11 @@ mod tests {
     fn a_role_held_by_its_own_node_holds_and_a_missing_or_foreign_node_does_not() {
         let (zk, session, czxid) = tree_with_a_node();
         let finals = vec![(1, zk)];
-        let held = claims_owned_at_end(&history(session, czxid, false), &finals);
+        let held = claims_owned_at_end(&history(session, czxid, false), &finals, &[]);
         assert!(held.holds, "{held:?}");
         assert!(held.detail.starts_with("1 roles held"), "{}", held.detail);
 
-        let missing = claims_owned_at_end(&history(session, czxid + 7, false), &finals);
+        let missing = claims_owned_at_end(&history(session, czxid + 7, false), &finals, &[]);
         assert!(!missing.holds);
         assert!(
             missing
@@ -233,7 +282,7 @@ mod tests {
         assert_eq!(missing.evidence, vec![1], "the role's report");
 
         let other = SessionId(session.0 + 1);
-        let foreign = claims_owned_at_end(&history(other, czxid, false), &finals);
+        let foreign = claims_owned_at_end(&history(other, czxid, false), &finals, &[]);
         assert!(!foreign.holds);
         assert!(
             foreign.detail.contains("its node /l is owned by session"),
@@ -242,7 +291,7 @@ mod tests {
         );
 
         // A client with a request in flight is not settled, and is not judged.
-        let unsettled = claims_owned_at_end(&history(session, czxid + 7, true), &finals);
+        let unsettled = claims_owned_at_end(&history(session, czxid + 7, true), &finals, &[]);
         assert!(unsettled.holds, "{unsettled:?}");
         assert!(
             unsettled.detail.contains("1 left unjudged"),
@@ -263,7 +312,7 @@ mod tests {
                 event: SessionEvent::Expired,
             },
         );
-        let kept = claims_owned_at_end(&ended, &finals);
+        let kept = claims_owned_at_end(&ended, &finals, &[]);
         assert!(!kept.holds);
         assert!(
             kept.detail.ends_with("its session has ended"),
@@ -276,9 +325,68 @@ mod tests {
                 description: "DataLoss".to_owned(),
             },
         );
-        let lost = claims_owned_at_end(&ended, &finals);
+        let lost = claims_owned_at_end(&ended, &finals, &[]);
         assert!(lost.holds && lost.detail.contains("not judged"), "{lost:?}");
-        let none = claims_owned_at_end(&history(session, czxid, false), &[]);
+        let none = claims_owned_at_end(&history(session, czxid, false), &[], &[]);
         assert!(none.holds && none.detail.contains("not judged"), "{none:?}");
+    }
+
+    #[test]
+    fn a_registration_a_settled_client_stands_on_must_be_its_sessions() {
+        let (zk, session, czxid) = tree_with_a_node();
+        let finals = vec![(1, zk)];
+        let history = history(session, czxid, false);
+        let standing_on = |path: &str| {
+            let own = Own {
+                known: None,
+                claimed: Some(vec![path.to_owned()]),
+            };
+            [(0, Known::Settled(own))]
+        };
+        let held = claims_owned_at_end(&history, &finals, &standing_on("/l"));
+        assert!(held.holds, "{held:?}");
+        assert!(
+            held.detail
+                .ends_with("1 registrations, each its client's own"),
+            "{}",
+            held.detail
+        );
+
+        let missing = claims_owned_at_end(&history, &finals, &standing_on("/gone"));
+        assert!(!missing.holds);
+        assert!(
+            missing
+                .detail
+                .contains("stands on /gone when the run ends, and it is not on server 1"),
+            "{}",
+            missing.detail
+        );
+
+        let other = history_of(SessionId(session.0 + 1));
+        let foreign = claims_owned_at_end(&other, &finals, &standing_on("/l"));
+        assert!(!foreign.holds);
+        assert!(
+            foreign.detail.contains("it is owned by session"),
+            "{}",
+            foreign.detail
+        );
+
+        // A busy client is not judged.
+        let busy = claims_owned_at_end(&history, &finals, &[(0, Known::Busy)]);
+        assert!(busy.holds, "{busy:?}");
+    }
+
+    /// A history where client 0 connected with `session` and reported nothing.
+    pub(crate) fn history_of(session: SessionId) -> History {
+        let mut history = History::new();
+        let connected = SessionEvent::Connected {
+            session_id: session,
+        };
+        let event = HistoryEvent::Session {
+            client: 0,
+            event: connected,
+        };
+        history.push(1, event);
+        history
     }
 }

@@ -29,7 +29,7 @@
 
 use std::collections::BTreeMap;
 
-use zkh_recipes::driver::Known;
+use zkh_recipes::driver::{Known, Own};
 use zkh_recipes::{Request, SessionId};
 
 use crate::check::{EPHEMERAL_JUDGED, ORPHANS};
@@ -85,7 +85,10 @@ pub fn orphans_at_end(
                 unsettled += 1;
                 continue;
             }
-            Known::Settled(own) => own,
+            Known::Settled(Own { known: None, .. }) => continue,
+            Known::Settled(Own {
+                known: Some(own), ..
+            }) => own,
         };
         let owned = tree
             .tree()
@@ -175,6 +178,14 @@ mod tests {
 
     const NODE: &str = "/l/n-0000000000";
 
+    /// A settled machine that knows `nodes` and names no claims.
+    fn settled(nodes: &[&str]) -> Known {
+        Known::Settled(Own {
+            known: Some(nodes.iter().map(|n| n.to_string()).collect()),
+            claimed: None,
+        })
+    }
+
     /// A final tree where one session made `NODE`, ephemeral sequential under `/l`, and that
     /// session.
     fn tree_with_a_node() -> (ZkModel, SessionId) {
@@ -200,15 +211,7 @@ mod tests {
     /// Client 0 connects with `session` and asks for the sequential create, whose reply was
     /// lost.
     fn history(session: SessionId) -> History {
-        let mut history = History::new();
-        let connected = SessionEvent::Connected {
-            session_id: session,
-        };
-        let event = HistoryEvent::Session {
-            client: 0,
-            event: connected,
-        };
-        history.push(1, event);
+        let mut history = crate::claims::tests::history_of(session);
         let request = Request::Create {
             path: "/l/n-".to_owned(),
             data: Vec::new(),
@@ -236,7 +239,7 @@ mod tests {
         let finals = vec![(1, zk)];
         let history = history(session);
 
-        let known = [(0, Known::Settled(vec![NODE.to_owned()]))];
+        let known = [(0, settled(&[NODE]))];
         let [held, judged] = orphans_at_end(&history, &finals, &known);
         assert!(held.holds, "{held:?}");
         assert!(
@@ -246,7 +249,7 @@ mod tests {
         );
         assert!(judged.holds && judged.property == EPHEMERAL_JUDGED);
 
-        let forgotten = [(0, Known::Settled(vec!["/l/n-0000000007".to_owned()]))];
+        let forgotten = [(0, settled(&["/l/n-0000000007"]))];
         let [orphan, judged] = orphans_at_end(&history, &finals, &forgotten);
         assert!(!orphan.holds);
         assert!(
@@ -284,7 +287,7 @@ mod tests {
             event: SessionEvent::Expired,
         };
         ended.push(5, expired);
-        let nothing = [(0, Known::Settled(Vec::new()))];
+        let nothing = [(0, settled(&[]))];
         let [finding, judged] = orphans_at_end(&ended, &finals, &nothing);
         assert!(finding.holds && !judged.holds, "{finding:?}");
 
@@ -301,7 +304,7 @@ mod tests {
     fn data_loss_or_no_final_state_is_not_judged() {
         let (zk, session) = tree_with_a_node();
         let finals = vec![(1, zk)];
-        let nothing = [(0, Known::Settled(Vec::new()))];
+        let nothing = [(0, settled(&[]))];
         let mut lost = history(session);
         let loss = HistoryEvent::Fault {
             description: "DataLoss".to_owned(),

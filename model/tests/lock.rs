@@ -9,7 +9,7 @@ use support::paused_runtime as runtime;
 use std::sync::Arc;
 
 use zkh_model::{InjectedFault, MemoryClient, MemoryEnsemble};
-use zkh_recipes::driver::Known;
+use zkh_recipes::driver::{Known, Own};
 use zkh_recipes::lock::{Lock, LockError, LockReport, LockVariant};
 use zkh_recipes::real::TokioClock;
 use zkh_recipes::ZkClient;
@@ -120,7 +120,11 @@ fn protection_finds_the_node_a_lost_reply_created() {
         assert_eq!(token, czxid, "the token read back from the node's Stat");
         // Settled, the driver publishes what the machine knows: the node the lost reply made.
         let own = format!("/locks/stock/{}", nodes[0]);
-        assert_eq!(a.knowledge().get(), Known::Settled(vec![own]));
+        let own = Own {
+            known: Some(vec![own]),
+            claimed: None,
+        };
+        assert_eq!(a.knowledge().get(), Known::Settled(own));
     });
 }
 
@@ -152,7 +156,11 @@ fn unprotected_leaves_an_orphan_that_blocks_its_own_creator() {
             "the orphan stays until the session ends: {nodes:?}"
         );
         // Timed out, its machine knows no node: the one its session owns is an orphan.
-        assert_eq!(a.knowledge().get(), Known::Settled(Vec::new()));
+        let own = Own {
+            known: Some(Vec::new()),
+            claimed: None,
+        };
+        assert_eq!(a.knowledge().get(), Known::Settled(own));
         let (b, _) = lock(&ensemble, LockVariant::Unprotected, "b");
         assert_eq!(
             b.acquire(Some(2_000)).await,

@@ -55,8 +55,17 @@ pub enum Known {
     /// An operation is queued or in flight: its reply may change what the machine knows (a
     /// create's reply names the node it made).
     Busy,
-    /// Nothing queued or in flight: these are the machine's own.
-    Settled(Vec<String>),
+    /// Nothing queued or in flight: what the machine says is its own.
+    Settled(Own),
+}
+
+/// What a settled machine says is its own: each list `None` where the recipe does not say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Own {
+    /// Every ephemeral node it knows is its own ([`Machine::known_ephemerals`]).
+    pub known: Option<Vec<String>>,
+    /// The nodes it stands on ([`Machine::claimed_ephemerals`]).
+    pub claimed: Option<Vec<String>>,
 }
 
 impl Knowledge {
@@ -66,13 +75,17 @@ impl Knowledge {
     }
 
     fn publish<M: Machine>(&self, machine: &M, busy: bool) {
-        let Some(known) = machine.known_ephemerals() else {
-            return;
+        let own = Own {
+            known: machine.known_ephemerals(),
+            claimed: machine.claimed_ephemerals(),
         };
+        if own.known.is_none() && own.claimed.is_none() {
+            return;
+        }
         let now = if busy {
             Known::Busy
         } else {
-            Known::Settled(known)
+            Known::Settled(own)
         };
         *self.0.lock().expect("knowledge mutex") = now;
     }

@@ -101,6 +101,15 @@ pub trait Machine: Clone + Eq + Hash + Debug + Send + 'static {
     fn known_ephemerals(&self) -> Option<Vec<String>> {
         None
     }
+
+    /// The ephemeral nodes this machine believes are its own and stands on now (a
+    /// registration), or `None` if the recipe does not say: when nothing of the machine's is in
+    /// flight, each must exist, owned by its current session. The simulator's end-of-run
+    /// "claims are owned" reads it beside the roles a recipe reports with their tokens. By
+    /// default `None`.
+    fn claimed_ephemerals(&self) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// An id allocator, part of a machine's state: it knows which ids are still *outstanding* (an

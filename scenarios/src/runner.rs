@@ -119,9 +119,9 @@ pub(crate) fn verdict(
 fn judge(scenario: &Resolved, seed: u64, mut outcome: WorkloadOutcome) -> RunResult {
     let guarantees = zkh_model::guarantees::judge(&outcome.history, &outcome.commit_logs);
     // Judged here, not by the workloads: it needs the servers' final states.
-    let claims = claims_owned_at_end(&outcome.history, &outcome.commit_logs.finals);
-    outcome.findings.push(claims);
     let finals = &outcome.commit_logs.finals;
+    let claims = claims_owned_at_end(&outcome.history, finals, &outcome.known);
+    outcome.findings.push(claims);
     let orphans = orphans_at_end(&outcome.history, finals, &outcome.known);
     outcome.findings.extend(orphans);
     let verdict = verdict(

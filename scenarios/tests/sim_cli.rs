@@ -475,6 +475,47 @@ fn the_orphan_check_alone_catches_a_node_left_behind_the_leader() {
     }
 }
 
+/// The end-of-run "claims are owned" judges what a recipe stands on without a role: the job's
+/// `no-reregister` (a new session after an expiry registers nothing) ends standing on a
+/// registration that is not there; the correct job in the same file passes, its
+/// registrations judged.
+#[test]
+fn a_registration_the_instance_stands_on_must_be_there_when_the_run_ends() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/control-job-no-reregister.toml");
+    let control = load(&file).expect("the control").resolved;
+    let mut correct = control.clone();
+    correct.variant = "correct".to_owned();
+    let claims = |result: &runner::RunResult| {
+        (result.findings.iter())
+            .find(|f| f.property == "claims are owned")
+            .expect("judged")
+            .clone()
+    };
+    for seed in 0..3 {
+        let caught = claims(&runner::run(&control, seed));
+        assert!(!caught.holds, "seed {seed}");
+        assert!(
+            caught
+                .detail
+                .contains("stands on /orders-job/instances/client0 when the run ends"),
+            "{}",
+            caught.detail
+        );
+        let passed = runner::run(&correct, seed);
+        let outcome = format!("{:?}", passed.outcome);
+        assert_eq!(outcome, "Pass", "seed {seed}");
+        let held = claims(&passed);
+        assert!(
+            held.holds
+                && !held
+                    .detail
+                    .ends_with("; 0 registrations, each its client's own"),
+            "seed {seed}: {}",
+            held.detail
+        );
+    }
+}
+
 /// Determinism across threads: the same seeds swept on one thread and on two, and each run
 /// alone, give the same trace hashes (every seed on a fresh thread with a fresh runtime, the
 /// seed the only entropy). The unfenced lock expected to pass fails on several seeds, and a

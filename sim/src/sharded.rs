@@ -26,7 +26,7 @@ use crate::fault::FaultPlan;
 use crate::local_expiry::LocalExpiry;
 use crate::net::Net;
 use crate::server::ServerDefects;
-use crate::workload::{ensemble, record, WorkloadOutcome};
+use crate::workload::{ensemble, known_at_end, record, WorkloadOutcome};
 
 /// The job's root path.
 pub const JOB: &str = crate::paths::JOB_DIR;
@@ -143,7 +143,7 @@ pub async fn sharded_job(
     )
     .await;
     cluster.arm_triggers(&plan.triggered);
-    let mut jobs = Vec::new();
+    let (mut jobs, mut knowledge) = (Vec::new(), Vec::new());
     for id in 0..config.clients {
         let client = Arc::new(
             cluster
@@ -156,6 +156,7 @@ pub async fn sharded_job(
         let machine = JobMachine::new(variant, JOB, &instance, &uuid, config.items);
         let (job, driver) = JobInstance::start(client, Arc::new(SimClock), machine);
         cluster.spawn_on_client(id, driver);
+        knowledge.push((id, job.knowledge()));
         let job = Arc::new(job);
         let (history, net) = (cluster.history_handle(), Arc::clone(cluster.net()));
         cluster.spawn_on_client(id, record_reports(id, Arc::clone(&job), history, net));
@@ -200,8 +201,8 @@ pub async fn sharded_job(
         findings,
         faults_not_fired,
         commit_logs: cluster.commit_logs(),
-        // The job's machine names none of its nodes (registrations, running and failover
-        // nodes), as in the model checker.
-        known: Vec::new(),
+        // Its registrations (what each instance stands on); the job's machine names no other
+        // node it knows, so the orphan check passes it by, as in the model checker.
+        known: known_at_end(&cluster, &knowledge),
     }
 }

@@ -87,6 +87,7 @@ use std::sync::LazyLock;
 
 use stateright::Expectation;
 use zkh_recipes::elastic_job::{JobMachine, JobReport, JobRequest, JobVariant};
+use zkh_recipes::machine::Machine;
 use zkh_recipes::sharding::JobPaths;
 use zkh_recipes::symmetry::identity;
 
@@ -318,7 +319,7 @@ impl Workload for JobWorkload {
     const CLAIMS: bool = true;
 
     fn claimed_nodes(&self, machine: &JobMachine) -> Vec<String> {
-        machine.registration().into_iter().collect()
+        machine.claimed_ephemerals().unwrap_or_default()
     }
 
     const SCHEDULED: bool = true;

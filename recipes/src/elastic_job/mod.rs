@@ -398,6 +398,11 @@ impl Machine for JobMachine {
     type Request = JobRequest;
     type Report = JobReport;
 
+    /// Its registration under `instances/`, once started.
+    fn claimed_ephemerals(&self) -> Option<Vec<String>> {
+        Some(self.registration().into_iter().collect())
+    }
+
     fn handle(&mut self, input: Input<JobRequest>, out: &mut Vec<Command<JobReport>>) {
         match input {
             Input::Request(JobRequest::Start) => {
@@ -486,6 +491,11 @@ impl JobInstance {
         let (handle, driver) = crate::driver::start(client, clock, machine);
         handle.send(JobRequest::Start);
         (JobInstance { handle }, driver)
+    }
+
+    /// What the instance's machine stands on ([`crate::driver::Handle::knowledge`]).
+    pub fn knowledge(&self) -> crate::driver::Knowledge {
+        self.handle.knowledge()
     }
 
     /// Fires the cron trigger of `cycle`. False if the driver has stopped.
