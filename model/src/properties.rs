@@ -149,6 +149,10 @@ pub fn explanation(name: &str) -> &'static str {
              the client knows is its own: none was lost track of, keeping a place or a role \
              until its session ends."
         }
+        "a container was reaped" => {
+            "Sometimes: the servers' leader deleted an empty container (a recipe's parent) while \
+             the recipe ran."
+        }
         "an ephemeral was judged" => {
             "Sometimes: when the run ended, a live client's session owned an ephemeral node for \
              the orphan check to judge."

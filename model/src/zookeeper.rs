@@ -193,11 +193,25 @@ impl ZkModel {
     pub fn reap_containers(&mut self) -> Vec<Notification> {
         let mut notifications = Vec::new();
         for path in self.tree.empty_containers() {
-            let zxid = self.next_zxid();
-            self.tree.to_mut().delete(&path, zxid);
-            self.on_delete(&path, zxid, &mut notifications);
+            notifications.extend(self.delete_container(&path).unwrap_or_default());
         }
         notifications
+    }
+
+    /// One transaction of the container manager (ZooKeeper's `deleteContainer` request): deletes
+    /// `path` if it is still a container with no children, and returns the watch events it
+    /// fired. `None`, and no zxid taken, if it is not (a child came meanwhile, or it is gone):
+    /// the server logs an error transaction instead ([`ZkModel::apply_noop`]).
+    pub fn delete_container(&mut self, path: &str) -> Option<Vec<Notification>> {
+        let node = self.tree.get(path)?;
+        if !node.container || !node.children.is_empty() {
+            return None;
+        }
+        let mut notifications = Vec::new();
+        let zxid = self.next_zxid();
+        self.tree.to_mut().delete(path, zxid);
+        self.on_delete(path, zxid, &mut notifications);
+        Some(notifications)
     }
 
     /// Re-registers the watches of a session that reconnected to this server, as ZooKeeper's

@@ -216,6 +216,24 @@ fn ephemerals_containers_and_versions() {
         model.tree().get("/never-used").is_some(),
         "a container that never had children stays"
     );
+    // One `deleteContainer` transaction: only an empty container goes, and only then is a zxid
+    // taken.
+    create(&mut model, s, "/d", CreateMode::Container).unwrap();
+    create(&mut model, s, "/d/x", CreateMode::Persistent).unwrap();
+    create(&mut model, s, "/p", CreateMode::Persistent).unwrap();
+    let before = model.last_zxid();
+    for kept in ["/d", "/p", "/gone"] {
+        assert!(model.delete_container(kept).is_none(), "{kept} stays");
+    }
+    assert_eq!(model.last_zxid(), before, "no transaction for what stays");
+    delete(&mut model, s, "/d/x", -1).unwrap();
+    assert!(model.delete_container("/d").is_some());
+    assert!(model.tree().get("/d").is_none());
+    assert_eq!(
+        model.last_zxid(),
+        before + 2,
+        "the child's delete, then the container's"
+    );
 }
 
 #[test]

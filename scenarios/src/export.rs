@@ -195,6 +195,7 @@ fn export_from<W: Workload>(
             // The model judged the recipe, not fencing.
             fenced: recipe.acting == Acting::Fenced,
             local_expiry: Default::default(),
+            container_check_interval_ms: zkh_sim::fault::CONTAINER_CHECK_INTERVAL_MS,
             stock: None,
             leader_job: is_leader.then(LeaderJobApp::default),
             sharded: match &recipe.kind {

@@ -14,6 +14,7 @@ use zkh_model::orphans::orphans_at_end;
 use zkh_model::properties::{wakeups, Class, Finding};
 use zkh_model::History;
 use zkh_recipes::fencing::Fencing;
+use zkh_sim::fault::Fault;
 use zkh_sim::paths::LOCK_DIR;
 use zkh_sim::run::try_run_seed;
 use zkh_sim::server::ServerDefects;
@@ -124,6 +125,10 @@ fn judge(scenario: &Resolved, seed: u64, mut outcome: WorkloadOutcome) -> RunRes
     outcome.findings.push(claims);
     let orphans = orphans_at_end(&outcome.history, finals, &outcome.known);
     outcome.findings.extend(orphans);
+    if reaps_containers(scenario) {
+        let reaped = zkh_model::guarantees::container_reaped(&outcome.commit_logs);
+        outcome.findings.push(reaped);
+    }
     let verdict = verdict(
         &guarantees,
         &outcome.findings,
@@ -158,6 +163,17 @@ fn judge(scenario: &Resolved, seed: u64, mut outcome: WorkloadOutcome) -> RunRes
     }
 }
 
+/// Whether `scenario` has the leader reap containers: a `reap-containers` fault, or a check
+/// interval shorter than the run. Only then is "a container was reaped" reported.
+fn reaps_containers(scenario: &Resolved) -> bool {
+    let plan = &scenario.faults;
+    let scripted = plan.scripted.iter().map(|s| &s.fault);
+    let mut faults = scripted.chain(plan.triggered.iter().map(|t| &t.fault));
+    let run_ms = scenario.fault_ms + scenario.liveness_ms;
+    faults.any(|fault| *fault == Fault::ReapContainers)
+        || scenario.container_check_interval_ms < run_ms
+}
+
 fn fencing(scenario: &Resolved) -> Fencing {
     if scenario.fenced {
         Fencing::Fenced
@@ -181,6 +197,7 @@ async fn workload(scenario: Resolved, seed: u64) -> WorkloadOutcome {
         job_interval_ms: scenario.job_interval_ms,
         defects: ServerDefects::default(),
         local_expiry: scenario.local_expiry,
+        container_check_interval_ms: scenario.container_check_interval_ms,
     };
     let leader = |recipe| workload::leader_job(seed, recipe, config.clone(), plan.clone());
     match scenario.sim_recipe() {
@@ -203,6 +220,7 @@ async fn workload(scenario: Resolved, seed: u64) -> WorkloadOutcome {
                 settle_ms: scenario.settle_ms,
                 judged_from_ms: scenario.judged_from_ms,
                 local_expiry: scenario.local_expiry,
+                container_check_interval_ms: scenario.container_check_interval_ms,
             };
             sharded_job(seed, variant, sharded, plan.clone()).await
         }

@@ -57,6 +57,8 @@ pub struct ClusterConfig {
     pub defects: ServerDefects,
     /// Whether clients give up on their sessions on their own while they cannot reconnect.
     pub local_expiry: LocalExpiry,
+    /// How often the leader deletes empty containers (`znode.container.checkIntervalMs`).
+    pub container_check_interval_ms: u64,
 }
 
 impl Default for ClusterConfig {
@@ -71,9 +73,12 @@ impl Default for ClusterConfig {
             reconnect_backoff_max_ms: 1000,
             defects: ServerDefects::default(),
             local_expiry: LocalExpiry::Never,
+            container_check_interval_ms: CONTAINER_CHECK_INTERVAL_MS,
         }
     }
 }
+
+pub use crate::fault::CONTAINER_CHECK_INTERVAL_MS;
 
 struct ServerSlot {
     node: NodeHandle,
@@ -139,6 +144,7 @@ impl Cluster {
             min_session_timeout_ms: config.min_session_timeout_ms,
             max_session_timeout_ms: config.max_session_timeout_ms,
             defects: config.defects,
+            container_check_interval_ms: config.container_check_interval_ms,
         };
         let handle = Handle::current();
         let servers = (1..=config.servers)
@@ -617,6 +623,13 @@ impl Cluster {
                 };
                 slot.client.set_watch_delay(*delay_ms);
                 self.schedule_undo(*duration_ms, Undo::Undelay(*client));
+                true
+            }
+            Fault::ReapContainers => {
+                let Some(leader) = self.leader() else {
+                    return false;
+                };
+                *lock(&self.servers[leader as usize - 1].shared.reap_now) = true;
                 true
             }
             Fault::DataLoss => {

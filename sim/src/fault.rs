@@ -135,7 +135,15 @@ pub enum Fault {
     /// The ensemble restarts empty: a bad static scale-out, a wiped data directory. Clients
     /// whose last zxid is ahead of the servers' are refused until they make new sessions.
     DataLoss,
+    /// The leader runs its container manager now, whatever its interval: every container that
+    /// has had children and has none is deleted (a recipe's parent between two users).
+    ReapContainers,
 }
+
+/// ZooKeeper's default `znode.container.checkIntervalMs`, a minute: how often the leader's
+/// container manager runs unless a scenario says otherwise ([`Fault::ReapContainers`] runs it
+/// at once).
+pub const CONTAINER_CHECK_INTERVAL_MS: u64 = 60_000;
 
 /// A fault at a simulated time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -57,6 +57,12 @@ pub enum TxnKind {
         /// The request.
         request: Request,
     },
+    /// The leader's container manager deletes an empty container (ZooKeeper's
+    /// `deleteContainer`; an error transaction if the node has a child again, or is gone).
+    DeleteContainer {
+        /// The container.
+        path: String,
+    },
 }
 
 /// A proposed or committed transaction.

@@ -21,7 +21,7 @@ use zkh_model::{History, HistoryEvent};
 use zkh_recipes::elastic_job::{JobInstance, JobMachine, JobReport, JobVariant};
 
 use crate::clock::SimClock;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, ClusterConfig, CONTAINER_CHECK_INTERVAL_MS};
 use crate::fault::FaultPlan;
 use crate::local_expiry::LocalExpiry;
 use crate::net::Net;
@@ -56,6 +56,8 @@ pub struct ShardedConfig {
     pub judged_from_ms: Option<u64>,
     /// Whether the instances end a session they cannot reconnect on their own.
     pub local_expiry: LocalExpiry,
+    /// How often the leader deletes empty containers (`znode.container.checkIntervalMs`).
+    pub container_check_interval_ms: u64,
 }
 
 impl Default for ShardedConfig {
@@ -72,6 +74,7 @@ impl Default for ShardedConfig {
             settle_ms: 10_000,
             judged_from_ms: None,
             local_expiry: LocalExpiry::Never,
+            container_check_interval_ms: CONTAINER_CHECK_INTERVAL_MS,
         }
     }
 }
@@ -133,15 +136,16 @@ pub async fn sharded_job(
     config: ShardedConfig,
     plan: FaultPlan,
 ) -> WorkloadOutcome {
-    let mut cluster = Cluster::start(
-        seed,
-        ensemble(
-            config.servers,
-            ServerDefects::default(),
-            config.local_expiry,
-        ),
-    )
-    .await;
+    let ensemble = ensemble(
+        config.servers,
+        ServerDefects::default(),
+        config.local_expiry,
+    );
+    let ensemble = ClusterConfig {
+        container_check_interval_ms: config.container_check_interval_ms,
+        ..ensemble
+    };
+    let mut cluster = Cluster::start(seed, ensemble).await;
     cluster.arm_triggers(&plan.triggered);
     let (mut jobs, mut knowledge) = (Vec::new(), Vec::new());
     for id in 0..config.clients {

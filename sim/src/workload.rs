@@ -26,7 +26,7 @@ use zkh_recipes::machine::Machine;
 use zkh_recipes::master::MasterVariant;
 
 use crate::clock::SimClock;
-use crate::cluster::{Cluster, ClusterConfig};
+use crate::cluster::{Cluster, ClusterConfig, CONTAINER_CHECK_INTERVAL_MS};
 use crate::fault::FaultPlan;
 use crate::local_expiry::LocalExpiry;
 use crate::master;
@@ -65,6 +65,8 @@ pub struct WorkloadConfig {
     pub defects: ServerDefects,
     /// Whether the clients end a session they cannot reconnect on their own.
     pub local_expiry: LocalExpiry,
+    /// How often the leader deletes empty containers (`znode.container.checkIntervalMs`).
+    pub container_check_interval_ms: u64,
 }
 
 impl Default for WorkloadConfig {
@@ -82,6 +84,7 @@ impl Default for WorkloadConfig {
             job_interval_ms: 500,
             defects: ServerDefects::default(),
             local_expiry: LocalExpiry::Never,
+            container_check_interval_ms: CONTAINER_CHECK_INTERVAL_MS,
         }
     }
 }
@@ -143,7 +146,10 @@ pub async fn stock(
 ) -> WorkloadOutcome {
     let mut cluster = Cluster::start(
         seed,
-        ensemble(config.servers, config.defects, config.local_expiry),
+        ClusterConfig {
+            container_check_interval_ms: config.container_check_interval_ms,
+            ..ensemble(config.servers, config.defects, config.local_expiry)
+        },
     )
     .await;
     cluster.arm_triggers(&plan.triggered);
@@ -417,7 +423,10 @@ pub async fn leader_job(
 ) -> WorkloadOutcome {
     let mut cluster = Cluster::start(
         seed,
-        ensemble(config.servers, config.defects, config.local_expiry),
+        ClusterConfig {
+            container_check_interval_ms: config.container_check_interval_ms,
+            ..ensemble(config.servers, config.defects, config.local_expiry)
+        },
     )
     .await;
     cluster.arm_triggers(&plan.triggered);

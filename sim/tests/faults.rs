@@ -332,3 +332,68 @@ fn a_short_partition_delays_a_notification_and_loses_nothing() {
         );
     });
 }
+
+/// The leader's container manager: a container that has had children and has none is deleted
+/// at the `reap-containers` fault (at the leader's next heartbeat) and on the check interval;
+/// one that never had a child, one with a child, and a persistent node stay. A child's delete
+/// that empties the container does not take it away by itself.
+#[test]
+fn the_leader_reaps_empty_containers_on_its_interval_and_at_the_fault() {
+    run_seed(2, 300, |seed| async move {
+        let config = ClusterConfig {
+            container_check_interval_ms: 10_000,
+            ..ClusterConfig::default()
+        };
+        let mut cluster = Cluster::start(seed, config).await;
+        let client = cluster.add_client(0, T, true).await.unwrap();
+        for parent in ["/emptied", "/later", "/never"] {
+            client
+                .create(parent, b"", CreateMode::Container)
+                .await
+                .unwrap();
+        }
+        client
+            .create("/kept", b"", CreateMode::Container)
+            .await
+            .unwrap();
+        client
+            .create("/persistent", b"", CreateMode::Persistent)
+            .await
+            .unwrap();
+        for parent in ["/emptied", "/later", "/kept", "/persistent"] {
+            let child = format!("{parent}/c");
+            client
+                .create(&child, b"", CreateMode::Persistent)
+                .await
+                .unwrap();
+        }
+        for parent in ["/emptied", "/later", "/persistent"] {
+            client.delete(&format!("{parent}/c"), -1).await.unwrap();
+        }
+        let there = |path: &'static str| {
+            let client = client.clone();
+            async move { client.exists(path, false).await.unwrap().is_some() }
+        };
+        assert!(there("/emptied").await, "emptied, not yet reaped");
+        assert!(
+            cluster.inject(&Fault::ReapContainers).await,
+            "a leader to ask"
+        );
+        sleep(Duration::from_millis(1_500)).await;
+        assert!(!there("/emptied").await, "reaped at the fault");
+        assert!(!there("/later").await, "reaped at the fault");
+        assert!(there("/never").await, "never had a child");
+        assert!(there("/kept").await, "still has a child");
+        assert!(there("/persistent").await, "not a container");
+
+        client.delete("/kept/c", -1).await.unwrap();
+        sleep(Duration::from_millis(1_500)).await;
+        assert!(
+            there("/kept").await,
+            "emptied: reaped at the next check, not at once"
+        );
+        sleep(Duration::from_millis(10_000)).await;
+        assert!(!there("/kept").await, "reaped on the interval");
+        assert!(there("/never").await && there("/persistent").await);
+    });
+}

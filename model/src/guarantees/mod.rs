@@ -50,7 +50,7 @@ use crate::history::{Entries, HistoryEvent};
 use crate::properties::{Class, Finding};
 
 pub use ops::{operations, Operation};
-pub use reads::{CommitLogs, Committed};
+pub use reads::{container_reaped, CommitLogs, Committed, CONTAINER_REAPED};
 
 /// No two servers lead one epoch.
 pub const ONE_LEADER_PER_EPOCH: &str = "one leader per epoch";
@@ -156,7 +156,7 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
         // than one answered before the request was sent).
         order::fifo_client_order(history, &ops),
         reads::sequentially_consistent_reads(history, &ops, &agreed),
-        order::sequential_suffixes(history, &ops),
+        order::sequential_suffixes(history, &ops, &agreed),
         watches::watch_events_in_order(history),
         session_resumed(history),
         order::leader_changed_under_a_write(history, &ops),

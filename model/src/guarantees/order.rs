@@ -12,6 +12,7 @@ use zkh_recipes::types::sequence_suffix;
 use zkh_recipes::{Request, Response};
 
 use super::ops::Operation;
+use super::reads::{Agreed, Committed};
 use super::{
     FIFO_CLIENT_ORDER, LEADER_CHANGED_UNDER_A_WRITE, LINEARIZABLE_WRITES, ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID, SEQUENTIAL_SUFFIXES, SINGLE_SYSTEM_IMAGE,
@@ -225,9 +226,40 @@ type Creates<'a> = Vec<(i64, i32, &'a Operation)>;
 
 /// **Sequential suffixes unique** (always): under one parent, the suffixes of acknowledged
 /// sequential creates are unique and grow with the zxid.
-pub(super) fn sequential_suffixes(history: &impl Entries, ops: &[Operation]) -> Finding {
+///
+/// "One parent" is one life of the parent node: a parent deleted and made again starts its
+/// counter at zero, as ZooKeeper's does (the container manager reaps a recipe's empty parent,
+/// which the recipe then makes again). A parent's lives are told apart by the zxids at which it
+/// was deleted: a client's acknowledged delete, or the leader's reaping in the servers' agreed
+/// order (`agreed`, where there is one).
+pub(super) fn sequential_suffixes(
+    history: &impl Entries,
+    ops: &[Operation],
+    agreed: &Agreed<'_>,
+) -> Finding {
     let piece = pieces(history);
-    let mut parents: BTreeMap<(usize, &str), Creates> = BTreeMap::new();
+    let mut deleted: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for op in ops {
+        if let (Request::Delete { path, .. }, Some(zxid)) = (&op.request, op.applied_write()) {
+            deleted.entry(path.as_str()).or_default().push(zxid);
+        }
+    }
+    if let Ok(order) = agreed {
+        for (zxid, txn) in order {
+            if let Committed::DeleteContainer {
+                path,
+                deleted: true,
+            } = txn
+            {
+                deleted.entry(path.as_str()).or_default().push(*zxid);
+            }
+        }
+    }
+    // The life of `parent` a child created at `zxid` was made in: the deletions before it.
+    let life = |parent: &str, zxid: i64| {
+        (deleted.get(parent)).map_or(0, |at| at.iter().filter(|d| **d < zxid).count())
+    };
+    let mut parents: BTreeMap<(usize, &str, usize), Creates> = BTreeMap::new();
     for op in ops {
         let Request::Create { mode, .. } = &op.request else {
             continue;
@@ -237,12 +269,13 @@ pub(super) fn sequential_suffixes(history: &impl Entries, ops: &[Operation]) -> 
         };
         let name = &created.path[parent_of(&created.path).len()..];
         if let (true, Some(suffix)) = (mode.is_sequential(), sequence_suffix(name)) {
-            let key = (piece[*answered], parent_of(&created.path));
+            let parent = parent_of(&created.path);
+            let key = (piece[*answered], parent, life(parent, *zxid));
             parents.entry(key).or_default().push((*zxid, suffix, op));
         }
     }
     let mut violation = None;
-    for ((_, parent), creates) in &mut parents {
+    for ((_, parent, _), creates) in &mut parents {
         creates.sort_by_key(|(zxid, ..)| *zxid);
         for pair in creates.windows(2) {
             let ((_, first, a), (_, second, b)) = (pair[0], pair[1]);

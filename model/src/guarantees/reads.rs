@@ -47,6 +47,14 @@ pub enum Committed {
         /// The request.
         request: Request,
     },
+    /// The leader's container manager's `deleteContainer` of `path`: `deleted` when it took
+    /// the node away, an error transaction when the node had a child again, or was gone.
+    DeleteContainer {
+        /// The container.
+        path: String,
+        /// Whether the server deleted it (the replay applies it all the same).
+        deleted: bool,
+    },
 }
 
 /// What the servers did, beside what the clients saw: each server's commit log, and each
@@ -163,6 +171,7 @@ fn committed_text(txn: &Committed) -> String {
         Committed::Write { session, request } => {
             format!("{} by session {:#x}", request_text(request), session.0)
         }
+        Committed::DeleteContainer { path, .. } => format!("delete container {path}"),
     }
 }
 
@@ -230,6 +239,11 @@ impl<'b, 'a> Replay<'b, 'a> {
                 }
                 Committed::Write { session, request } => {
                     if self.model.apply(*session, request).zxid.is_none() {
+                        self.model.apply_noop();
+                    }
+                }
+                Committed::DeleteContainer { path, .. } => {
+                    if self.model.delete_container(path).is_none() {
                         self.model.apply_noop();
                     }
                 }
@@ -393,3 +407,26 @@ pub(super) fn sequentially_consistent_reads(
         None => Finding::new(SEQUENTIALLY_CONSISTENT_READS, Class::Always, None, summary),
     }
 }
+
+/// The `sometimes` check [`CONTAINER_REAPED`] of a recipe's run: some server's container manager
+/// took a container away (a recipe's parent, between two of its users), so a pass says the
+/// recipe survived it.
+pub fn container_reaped(logs: &CommitLogs) -> Finding {
+    let reaped = (logs.applied.iter().flatten()).find_map(|(_, txn)| match txn {
+        Committed::DeleteContainer {
+            path,
+            deleted: true,
+        } => Some(path),
+        _ => None,
+    });
+    let detail = reaped.map(|path| format!("the leader deleted the empty container {path}"));
+    let missing = detail
+        .is_none()
+        .then(|| "no container was reaped".to_owned());
+    Finding::new(CONTAINER_REAPED, Class::Sometimes, missing, || {
+        detail.unwrap_or_default()
+    })
+}
+
+/// A recipe's run saw the container manager delete a container.
+pub const CONTAINER_REAPED: &str = "a container was reaped";

@@ -222,6 +222,19 @@ fn a_reused_or_shrinking_sequential_suffix_is_caught() {
     let d = b.invoke(1, 11, sequential("/r"));
     b.answer(1, d, created("/r", 0), 6);
     assert!(b.judged(SEQUENTIAL_SUFFIXES).holds);
+    // A parent deleted and made again counts from zero again: another life of the parent.
+    let mut b = Build::default();
+    let c = b.invoke(0, 10, sequential("/q"));
+    b.answer(0, c, created("/q", 3), 5);
+    let gone = Request::Delete {
+        path: "/q".to_owned(),
+        version: -1,
+    };
+    let d = b.invoke(1, 11, gone);
+    b.answer(1, d, Response::Deleted, 6);
+    let e = b.invoke(1, 11, sequential("/q"));
+    b.answer(1, e, created("/q", 0), 8);
+    assert!(b.judged(SEQUENTIAL_SUFFIXES).holds);
 }
 
 #[test]

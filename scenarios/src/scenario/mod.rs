@@ -141,6 +141,13 @@ fn yes() -> bool {
     true
 }
 
+fn a_minute() -> u64 {
+    zkh_sim::fault::CONTAINER_CHECK_INTERVAL_MS
+}
+pub(crate) fn is_a_minute(ms: &u64) -> bool {
+    *ms == a_minute()
+}
+
 fn is_never(policy: &zkh_sim::local_expiry::LocalExpiry) -> bool {
     *policy == zkh_sim::local_expiry::LocalExpiry::Never
 }
@@ -172,6 +179,10 @@ pub struct WorkloadSpec {
     /// heard from a server).
     #[serde(default, skip_serializing_if = "is_never")]
     pub local_expiry: zkh_sim::local_expiry::LocalExpiry,
+    /// How often the servers' leader deletes empty containers, a recipe's parent among them
+    /// (ZooKeeper's `znode.container.checkIntervalMs`, a minute by default).
+    #[serde(default = "a_minute", skip_serializing_if = "is_a_minute")]
+    pub container_check_interval_ms: u64,
     /// The lock's application: stock deduction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stock: Option<StockApp>,

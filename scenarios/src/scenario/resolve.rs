@@ -10,7 +10,7 @@ use zkh_recipes::lock::LockVariant;
 use zkh_recipes::master::MasterVariant;
 use zkh_sim::fault::{Fault, FaultPlan, NodeRef, ServerRef};
 
-use super::{RecipeName, ScenarioFile, ShardedApp};
+use super::{is_a_minute, RecipeName, ScenarioFile, ShardedApp};
 
 /// A recipe and its variant, typed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +81,9 @@ pub struct Resolved {
     pub fenced: bool,
     /// How the clients end a session they cannot reconnect.
     pub local_expiry: zkh_sim::local_expiry::LocalExpiry,
+    /// How often the leader deletes empty containers.
+    #[serde(skip_serializing_if = "is_a_minute")]
+    pub container_check_interval_ms: u64,
     /// The lock's initial stock.
     pub initial_units: i64,
     /// The lock's critical section.
@@ -260,6 +263,11 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         (sharded.judged_from_ms, false, "sharded.judged_from_ms"),
         (leader_job.interval_ms, true, "leader_job.interval_ms"),
         (stock.critical_ms, false, "stock.critical_ms"),
+        (
+            Some(w.container_check_interval_ms),
+            true,
+            "container_check_interval_ms",
+        ),
     ];
     for (value_ms, positive, path) in lengths {
         if let Some(value_ms) = value_ms {
@@ -347,6 +355,7 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         session_timeout_ms: w.session_timeout_ms,
         fenced: w.fenced,
         local_expiry: w.local_expiry,
+        container_check_interval_ms: w.container_check_interval_ms,
         initial_units: stock.initial_units.unwrap_or(100_000),
         critical_ms: stock.critical_ms.unwrap_or(50),
         job_interval_ms: leader_job.interval_ms.unwrap_or(500),
@@ -581,6 +590,6 @@ fn check_fault(fault: &Fault, at: &str, clients: u32, servers: u32) -> Result<()
             }
             Ok(())
         }
-        Fault::DataLoss => Ok(()),
+        Fault::DataLoss | Fault::ReapContainers => Ok(()),
     }
 }

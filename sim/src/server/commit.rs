@@ -208,6 +208,33 @@ impl Server {
                     self.release_held(session, origin.xid);
                 }
             }
+            TxnKind::DeleteContainer { path } => {
+                let fired = {
+                    let mut disk = lock(&self.shared.disk);
+                    let fired = disk.model.delete_container(&path);
+                    if fired.is_none() {
+                        disk.model.apply_noop();
+                    }
+                    fired
+                };
+                let deleted = fired.is_some();
+                self.log_applied(zxid, Committed::DeleteContainer { path, deleted });
+                self.check_zxid(zxid);
+                self.deliver(fired.unwrap_or_default());
+            }
+        }
+    }
+
+    /// The leader's container manager: a `deleteContainer` transaction for each container of
+    /// its committed tree that has had children and has none (each checked again when it
+    /// applies).
+    pub(super) fn reap_containers(&mut self) {
+        let empty = lock(&self.shared.disk).model.tree().empty_containers();
+        for path in empty {
+            self.propose(Txn {
+                kind: TxnKind::DeleteContainer { path },
+                origin: None,
+            });
         }
     }
 

@@ -97,6 +97,10 @@ pub struct ServerConfig {
     pub max_session_timeout_ms: u64,
     /// Faults of the servers' own code, for tests only.
     pub defects: ServerDefects,
+    /// How often the leader's container manager deletes empty containers
+    /// (`znode.container.checkIntervalMs`; ZooKeeper's default is a minute), from the moment it
+    /// is established.
+    pub container_check_interval_ms: u64,
 }
 
 /// Faults of the servers' own code, each breaking one of ZooKeeper's guarantees on purpose: the
@@ -178,6 +182,9 @@ pub struct ServerShared {
     pub role: Mutex<RoleSummary>,
     /// Sessions the leader must expire at its next heartbeat (the expire-session fault).
     pub expire_now: Mutex<Vec<SessionId>>,
+    /// Whether the leader must run its container manager at its next heartbeat (the
+    /// reap-containers fault).
+    pub reap_now: Mutex<bool>,
     /// Every transaction this server applied, in order, with its zxid: the commit log the
     /// guarantee checker merges across servers (`zkh_model::guarantees::CommitLogs`). Kept
     /// beside the history, not in it, so that no trace hash depends on it.
@@ -191,6 +198,7 @@ impl Default for ServerShared {
             apply_delay_ms: Mutex::new(0),
             role: Mutex::new(RoleSummary::Down),
             expire_now: Mutex::new(Vec::new()),
+            reap_now: Mutex::new(false),
             applied: Mutex::new(Vec::new()),
         }
     }
@@ -211,6 +219,8 @@ struct Leader {
     followers_heard: BTreeMap<u32, Instant>,
     deadlines: BTreeMap<SessionId, Instant>,
     expiring: BTreeSet<SessionId>,
+    /// When the container manager runs next (set once established).
+    next_container_check: Option<Instant>,
 }
 
 impl Leader {

@@ -330,6 +330,7 @@ impl Server {
             followers_heard: BTreeMap::new(),
             deadlines,
             expiring: BTreeSet::new(),
+            next_container_check: None,
         });
         let snapshot = self.snapshot();
         self.broadcast(&Message::NewLeader { epoch, snapshot });
@@ -399,6 +400,18 @@ impl Server {
                     expired.dedup();
                     leader.expiring.extend(expired.iter().copied());
                 }
+                // The container manager runs from the moment the leader is established, every
+                // interval, or at once when the reap-containers fault asks.
+                let mut reap = false;
+                if leader.established {
+                    let interval = Duration::from_millis(self.config.container_check_interval_ms);
+                    let check = leader.next_container_check.get_or_insert(now + interval);
+                    let forced = std::mem::take(&mut *lock(&self.shared.reap_now));
+                    reap = forced || now >= *check;
+                    if reap {
+                        *check = now + interval;
+                    }
+                }
                 self.broadcast(&Message::Heartbeat {
                     epoch,
                     touched: Vec::new(),
@@ -411,6 +424,9 @@ impl Server {
                         },
                         origin: None,
                     });
+                }
+                if reap {
+                    self.reap_containers();
                 }
             }
         }
