@@ -96,6 +96,10 @@ enum Command {
     /// One LeaderLatch participant on a real ensemble, as `bench-real` starts it.
     #[command(hide = true)]
     LatchParticipant(commands::ParticipantArgs),
+    /// One guarantee-probe client in a process of its own, as `guarantees-real --fault
+    /// pause-client` starts it (and stops it with SIGSTOP).
+    #[command(hide = true)]
+    ProbeClient(commands::ProbeClientArgs),
 }
 
 #[derive(Args, Clone)]
@@ -396,6 +400,7 @@ fn main() -> ExitCode {
         Command::Differential(args) => Ok(commands::differential(args)),
         Command::GuaranteesReal(args) => Ok(commands::guarantees_real(args)),
         Command::LatchParticipant(args) => Ok(commands::latch_participant(args)),
+        Command::ProbeClient(args) => Ok(commands::probe_client(args)),
     };
     report_peak_memory();
     match outcome {

@@ -86,6 +86,72 @@ fn a_real_ensemble_keeps_the_guarantees_a_client_can_judge_through_a_leader_cras
     assert!(finding.detail.contains("older data"), "{}", finding.detail);
 }
 
+/// A client process stopped (SIGSTOP) past its session: `guarantees-real --fault
+/// pause-client` runs client 0 in a process of its own, stops it at 3 s for 5 s and continues
+/// it. Its history, merged with the others', shows it silent while stopped and told its session
+/// expired when it woke; the guarantees a client can judge hold, and the servers are gone.
+#[test]
+fn a_client_process_stopped_past_its_session_wakes_to_an_expired_session() {
+    let json = std::env::temp_dir().join(format!("zkh-paused-{}.json", std::process::id()));
+    let json_arg = json.to_str().expect("a UTF-8 path");
+    let args = [
+        "guarantees-real",
+        "--fault",
+        "pause-client",
+        "--json",
+        json_arg,
+    ];
+    let (code, stdout, stderr) = zkharness(&args);
+    let text = std::fs::read_to_string(&json).unwrap_or_default();
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
+    common::assert_servers_stopped(&stderr, "guarantees-real");
+    let report: serde_json::Value = serde_json::from_str(&text).expect("the JSON parses");
+    let history: History =
+        serde_json::from_value(report["history"].clone()).expect("the history parses");
+    let judged = guarantees::judge(&history, &CommitLogs::new());
+    let broken: Vec<_> = (judged.iter())
+        .filter(|f| !f.holds && f.class == zkh_model::properties::Class::Always)
+        .collect();
+    assert!(broken.is_empty(), "{broken:?}");
+    let fault_at = (history.entries().iter())
+        .find(|e| matches!(&e.event, HistoryEvent::Fault { description } if description.starts_with("PauseClient")))
+        .expect("the pause is recorded")
+        .at_us;
+    let of_client_0 = |from_us: u64, to_us: u64| {
+        (history.entries().iter())
+            .filter(|e| (from_us..to_us).contains(&e.at_us))
+            .filter(|e| match &e.event {
+                HistoryEvent::Invoke { client, .. }
+                | HistoryEvent::Complete { client, .. }
+                | HistoryEvent::Session { client, .. } => *client == 0,
+                _ => false,
+            })
+            .count()
+    };
+    assert!(
+        of_client_0(0, fault_at) > 10,
+        "client 0 probed before the pause"
+    );
+    // Stopped from the fault to its end (5 s): nothing of client 0's is recorded in between
+    // (a margin for the request in flight when the signal landed).
+    assert_eq!(of_client_0(fault_at + 200_000, fault_at + 4_800_000), 0);
+    assert!(
+        of_client_0(fault_at + 5_000_000, u64::MAX) > 10,
+        "and probed after it"
+    );
+    let expired = history.entries().iter().any(|e| {
+        matches!(
+            &e.event,
+            HistoryEvent::Session {
+                client: 0,
+                event: zkh_recipes::SessionEvent::Expired
+            }
+        )
+    });
+    assert!(expired, "client 0 woke to an expired session");
+}
+
 /// Finds a session's two successive answered `getData`s of one key whose data changed between
 /// them, and swaps their stats: the later read then shows older data than the earlier one.
 fn tamper_with_a_later_read(history: &mut History) {

@@ -85,13 +85,23 @@ pub async fn run(seed: u64, fault: ProbeFault, phases: Phases) -> SimProbeRun {
     let server = match fault {
         ProbeFault::KillLeader => Some(ServerRef::Leader),
         ProbeFault::KillFollower => Some(ServerRef::Follower),
-        ProbeFault::DataLoss | ProbeFault::CutOffClient | ProbeFault::None => None,
+        ProbeFault::DataLoss
+        | ProbeFault::CutOffClient
+        | ProbeFault::PauseClient
+        | ProbeFault::None => None,
     };
     if let Some(server) = server {
         cluster.inject(&Fault::KillServer { server }).await;
     }
     if fault == ProbeFault::DataLoss {
         cluster.inject(&Fault::DataLoss).await;
+    }
+    if fault == ProbeFault::PauseClient {
+        let pause = Fault::PauseClient {
+            client: 0,
+            duration_ms: phases.fault_ms,
+        };
+        cluster.inject(&pause).await;
     }
     if fault == ProbeFault::CutOffClient {
         let cut = Fault::Partition {
@@ -104,6 +114,8 @@ pub async fn run(seed: u64, fault: ProbeFault, phases: Phases) -> SimProbeRun {
         cluster.inject(&cut).await;
     }
     sleep(phases.fault_ms).await;
+    // The pause ends now (its undo is due), as the real run's SIGCONT.
+    cluster.end_due_faults();
     if fault == ProbeFault::CutOffClient {
         cluster.heal();
     }

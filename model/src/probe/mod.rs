@@ -48,17 +48,21 @@ pub enum ProbeFault {
     /// Client 0 cut off from every server (its connections closed and refused; in the
     /// simulator, a partition) for longer than its session, then reconnected.
     CutOffClient,
+    /// Client 0's process stopped (SIGSTOP; in the simulator, a pause of its node) for longer
+    /// than its session, then continued: a GC pause, as Kleppmann's paused client.
+    PauseClient,
     /// No fault: the same run undisturbed.
     None,
 }
 
 impl ProbeFault {
     /// Every fault, in the order `--help` lists them.
-    pub const ALL: [ProbeFault; 5] = [
+    pub const ALL: [ProbeFault; 6] = [
         ProbeFault::KillLeader,
         ProbeFault::KillFollower,
         ProbeFault::DataLoss,
         ProbeFault::CutOffClient,
+        ProbeFault::PauseClient,
         ProbeFault::None,
     ];
 
@@ -69,6 +73,7 @@ impl ProbeFault {
             ProbeFault::KillFollower => "kill-follower",
             ProbeFault::DataLoss => "data-loss",
             ProbeFault::CutOffClient => "cut-off-client",
+            ProbeFault::PauseClient => "pause-client",
             ProbeFault::None => "none",
         }
     }

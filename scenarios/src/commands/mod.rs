@@ -115,8 +115,9 @@ pub fn differential(args: DifferentialArgs) -> ExitCode {
 /// `zkharness guarantees-real`.
 #[derive(Args)]
 pub struct GuaranteesRealArgs {
-    /// The fault: the leader's or a follower's process killed (SIGKILL) and started again, or
-    /// none.
+    /// The fault: the leader's or a follower's process killed (SIGKILL) and started again,
+    /// every server's data lost, client 0 cut off or its process stopped (SIGSTOP) past its
+    /// session, or none.
     #[arg(long, default_value = "kill-leader", value_parser = zkh_model::probe::ProbeFault::parse)]
     pub fault: zkh_model::probe::ProbeFault,
     /// The seed of the clients' request streams.
@@ -139,6 +140,56 @@ pub struct ParticipantArgs {
     /// The participant's name.
     #[arg(long)]
     pub name: String,
+}
+
+/// `zkharness probe-client` (started by `guarantees-real --fault pause-client`).
+#[derive(Args)]
+pub struct ProbeClientArgs {
+    /// The ensemble's connection string.
+    #[arg(long)]
+    pub connect: String,
+    /// The probe client it is.
+    #[arg(long)]
+    pub client: u32,
+    /// The seed of the probe's request streams.
+    #[arg(long)]
+    pub seed: u64,
+    /// The run's time 0, in microseconds since the Unix epoch.
+    #[arg(long)]
+    pub start_unix_us: u64,
+    /// How long it probes.
+    #[arg(long)]
+    pub run_ms: u64,
+    /// Where it writes its history entries (JSON).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `zkharness probe-client`, in the normal build.
+pub fn probe_client(args: ProbeClientArgs) -> ExitCode {
+    #[cfg(not(madsim))]
+    {
+        let plan = zkh_scenarios::real::paused::ChildPlan {
+            connect: &args.connect,
+            client: args.client,
+            seed: args.seed,
+            start_unix_us: args.start_unix_us,
+            run_ms: args.run_ms,
+            out: &args.out,
+        };
+        match zkh_scenarios::real::paused::run_child(&plan) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("zkharness: {message}");
+                ExitCode::from(zkh_scenarios::report::exit::CRASH)
+            }
+        }
+    }
+    #[cfg(madsim)]
+    {
+        let _ = args;
+        without_sockets("probe-client")
+    }
 }
 
 /// Writes `value` as pretty JSON, one line at the end, to `path`.

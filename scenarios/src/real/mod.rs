@@ -3,10 +3,12 @@
 //! failover of five `LeaderLatch` processes ([`failover`], the same recipe code the simulator
 //! runs); and ZooKeeper's guarantees judged on the histories of the guarantee probe under a
 //! fault ([`probe`], the same checker as every simulated run), one client reaching the servers
-//! through a proxy it can cut ([`proxy`]).
+//! through a proxy it can cut ([`proxy`]) or in a process of its own that it can stop
+//! ([`paused`]).
 
 pub mod ensemble;
 pub mod failover;
+pub mod paused;
 pub mod probe;
 pub mod proxy;
 pub mod recorder;

@@ -19,8 +19,9 @@
 //! A client cut off ([`ProbeFault::CutOffClient`]) reaches the servers through a [`Proxy`]
 //! that the run cuts for `fault_ms`, longer than its session: the servers expire it.
 //!
-//! Not modelled here yet: a client process paused past its session (the clients share one
-//! process).
+//! A client paused ([`ProbeFault::PauseClient`]) runs in a process of its own
+//! ([`PausedClient`]), stopped with SIGSTOP for `fault_ms`, longer than its session, then
+//! continued; its history is merged with the others' by time.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -33,6 +34,7 @@ use zkh_model::properties::Finding;
 use zkh_recipes::real::{RealClient, TokioClock};
 
 use super::ensemble::Ensemble;
+use super::paused::{ChildPlan, PausedClient};
 use super::proxy::Proxy;
 use super::recorder::HistoryRecorder;
 
@@ -67,9 +69,12 @@ pub fn run(
     let proxy = (fault == ProbeFault::CutOffClient)
         .then(|| Proxy::start(&ensemble.client_ports()))
         .transpose()?;
+    // A paused client 0 runs in a process of its own, started once the probe's nodes exist.
+    let paused = fault == ProbeFault::PauseClient;
+    let first = u32::from(paused);
     let clients: Vec<Arc<RealClient>> = runtime.block_on(async {
         let mut clients = Vec::new();
-        for index in 0..CLIENTS {
+        for index in first..CLIENTS {
             let connect = match (&proxy, index) {
                 (Some(proxy), 0) => proxy.connect_string(),
                 _ => connect.clone(),
@@ -85,13 +90,29 @@ pub fn run(
         Ok::<_, String>(clients)
     })?;
     let recorder = Arc::new(HistoryRecorder::default());
+    let out = std::env::temp_dir().join(format!("zkh-paused-client-{}.json", std::process::id()));
+    let child = paused
+        .then(|| {
+            let exe = std::env::current_exe()
+                .map_err(|e| format!("cannot find this program to run the paused client: {e}"))?;
+            let plan = ChildPlan {
+                connect: &connect,
+                client: 0,
+                seed,
+                start_unix_us: recorder.start_unix_us(),
+                run_ms: phases.warmup_ms + phases.fault_ms + phases.settle_ms,
+                out: &out,
+            };
+            PausedClient::start(&exe, &plan)
+        })
+        .transpose()?;
     let stop = Arc::new(AtomicBool::new(false));
-    let tasks: Vec<_> = (clients.iter().enumerate())
-        .map(|(index, client)| {
+    let tasks: Vec<_> = (first..CLIENTS)
+        .zip(&clients)
+        .map(|(id, client)| {
             let (client, recorder, stop) =
                 (Arc::clone(client), Arc::clone(&recorder), Arc::clone(&stop));
             runtime.spawn(async move {
-                let id = index as u32;
                 probe::run(
                     client.as_ref(),
                     &TokioClock,
@@ -105,7 +126,14 @@ pub fn run(
             })
         })
         .collect();
-    let faulted = inject(ensemble, proxy.as_ref(), fault, phases, &recorder);
+    let faulted = inject(
+        ensemble,
+        proxy.as_ref(),
+        child.as_ref(),
+        fault,
+        phases,
+        &recorder,
+    );
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     runtime.block_on(async {
         for task in tasks {
@@ -116,7 +144,10 @@ pub fn run(
     runtime.shutdown_timeout(Duration::from_secs(5));
     faulted?;
     let refused_sessions = ensemble.log_lines_containing("Refusing session request");
-    let history = recorder.history();
+    let mut history = recorder.history();
+    if let Some(child) = child {
+        history = merged(&history, child.finish(Duration::from_secs(30))?);
+    }
     let findings = guarantees::judge(&history, &CommitLogs::new());
     let profile = Profile::of(&history);
     Ok(ProbeRun {
@@ -127,10 +158,25 @@ pub fn run(
     })
 }
 
+/// `history` with `entries` (another process's, timed from the same moment) merged in by time;
+/// `history`'s first among equal times.
+fn merged(history: &History, entries: Vec<zkh_model::history::HistoryEntry>) -> History {
+    let mut all: Vec<_> = (history.entries().iter().cloned().map(|e| (e, 0)))
+        .chain(entries.into_iter().map(|e| (e, 1)))
+        .collect();
+    all.sort_by_key(|(entry, side)| (entry.at_us, *side));
+    let mut merged = History::new();
+    for (entry, _) in all {
+        merged.push(entry.at_us, entry.event);
+    }
+    merged
+}
+
 /// Waits through the phases, injecting and healing `fault` between them.
 fn inject(
     ensemble: &mut Ensemble,
     proxy: Option<&Proxy>,
+    paused: Option<&PausedClient>,
     fault: ProbeFault,
     phases: Phases,
     recorder: &HistoryRecorder,
@@ -140,7 +186,10 @@ fn inject(
     let victim = match fault {
         ProbeFault::KillLeader => ensemble.leader(),
         ProbeFault::KillFollower => ensemble.follower(),
-        ProbeFault::DataLoss | ProbeFault::CutOffClient | ProbeFault::None => None,
+        ProbeFault::DataLoss
+        | ProbeFault::CutOffClient
+        | ProbeFault::PauseClient
+        | ProbeFault::None => None,
     };
     let kills = matches!(fault, ProbeFault::KillLeader | ProbeFault::KillFollower);
     if kills && victim.is_none() {
@@ -172,7 +221,19 @@ fn inject(
                 .to_owned(),
         });
     }
+    if let Some(child) = paused {
+        child.signal("STOP")?;
+        recorder.record(HistoryEvent::Fault {
+            description: format!(
+                "PauseClient {{ client: 0, duration_ms: {} }} (pause-client)",
+                phases.fault_ms
+            ),
+        });
+    }
     sleep(phases.fault_ms);
+    if let Some(child) = paused {
+        child.signal("CONT")?;
+    }
     if let Some(proxy) = proxy {
         proxy.heal();
         recorder.record(HistoryEvent::Fault {

@@ -3,7 +3,7 @@
 //! What it records, and in what order, is `zkh_model::probe`'s to say.
 
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use zkh_model::history::{History, HistoryEvent};
 use zkh_model::probe::{outcome, Recorder};
@@ -13,19 +13,42 @@ use zkh_recipes::{ClientEvent, Request, Response, ZkError};
 /// clock from its creation (a real run has no other time).
 pub struct HistoryRecorder {
     start: Instant,
+    /// The same moment as `start`, in microseconds since the Unix epoch: what another process
+    /// recording the same run is told ([`HistoryRecorder::starting_at`]).
+    start_unix_us: u64,
     state: Mutex<(History, u64)>,
 }
 
 impl Default for HistoryRecorder {
     fn default() -> Self {
-        HistoryRecorder {
-            start: Instant::now(),
-            state: Mutex::new((History::new(), 0)),
-        }
+        HistoryRecorder::starting_at(unix_now_us())
     }
 }
 
+/// Microseconds since the Unix epoch, now.
+fn unix_now_us() -> u64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH);
+    since.map_or(0, |d| d.as_micros() as u64)
+}
+
 impl HistoryRecorder {
+    /// A recorder whose time 0 is `start_unix_us` (microseconds since the Unix epoch): another
+    /// process's recorder of the same run, so that their histories merge by time.
+    pub fn starting_at(start_unix_us: u64) -> HistoryRecorder {
+        let ago = Duration::from_micros(unix_now_us().saturating_sub(start_unix_us));
+        let now = Instant::now();
+        HistoryRecorder {
+            start: now.checked_sub(ago).unwrap_or(now),
+            start_unix_us,
+            state: Mutex::new((History::new(), 0)),
+        }
+    }
+
+    /// Its time 0, in microseconds since the Unix epoch.
+    pub fn start_unix_us(&self) -> u64 {
+        self.start_unix_us
+    }
+
     /// Appends `event` now.
     pub fn record(&self, event: HistoryEvent) {
         let mut state = self.lock();
