@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use zkh_recipes::driver::{Known, Own};
 use zkh_recipes::{SessionEvent, SessionId};
 
-use crate::check::OWNERSHIP;
+use crate::check::{CLAIM_JUDGED, OWNERSHIP};
 use crate::history::{Entries, HistoryEvent};
 use crate::properties::{Class, Finding};
 use crate::zookeeper::ZkModel;
@@ -60,9 +60,37 @@ pub fn claims_owned_at_end(
     finals: &[(u32, ZkModel)],
     known: &[(u32, Known)],
 ) -> Finding {
+    judge_claims(history, finals, known).0
+}
+
+/// [`claims_owned_at_end`], then its `sometimes` companion, the model checker's
+/// [`CLAIM_JUDGED`]: some client held a role, or stood on a registration, that was judged.
+pub fn claims_at_end(
+    history: &impl Entries,
+    finals: &[(u32, ZkModel)],
+    known: &[(u32, Known)],
+) -> [Finding; 2] {
+    let (finding, judged) = judge_claims(history, finals, known);
+    let companion = Finding {
+        property: CLAIM_JUDGED,
+        class: Class::Sometimes,
+        holds: judged > 0,
+        detail: String::new(),
+        evidence: Vec::new(),
+        at_us: None,
+    };
+    [finding, companion]
+}
+
+/// The finding, and how many claims (roles and registrations) it judged.
+fn judge_claims(
+    history: &impl Entries,
+    finals: &[(u32, ZkModel)],
+    known: &[(u32, Known)],
+) -> (Finding, usize) {
     let not_judged = |why: &str| {
         let why = why.to_owned();
-        Finding::new(OWNERSHIP, Class::Always, None, move || why)
+        (Finding::new(OWNERSHIP, Class::Always, None, move || why), 0)
     };
     let lost = history.each().any(|entry| entry.event.is_data_loss());
     if lost {
@@ -136,8 +164,8 @@ pub fn claims_owned_at_end(
                 "client {client} believes it holds {role:?} (token {token:#x}) when the run \
                  ends, and {problem}"
             );
-            return Finding::new(OWNERSHIP, Class::Always, Some(detail), String::new)
-                .with_evidence(history, vec![*at]);
+            let finding = Finding::new(OWNERSHIP, Class::Always, Some(detail), String::new);
+            return (finding.with_evidence(history, vec![*at]), judged);
         }
     }
     let mut registrations = 0;
@@ -172,16 +200,18 @@ pub fn claims_owned_at_end(
                 "client {client}, with nothing in flight, stands on {path} when the run ends, \
                  and {problem}"
             );
-            return Finding::new(OWNERSHIP, Class::Always, Some(detail), String::new);
+            let finding = Finding::new(OWNERSHIP, Class::Always, Some(detail), String::new);
+            return (finding, judged + registrations);
         }
     }
-    Finding::new(OWNERSHIP, Class::Always, None, move || {
+    let finding = Finding::new(OWNERSHIP, Class::Always, None, move || {
         format!(
             "{judged} roles held when the run ended, each by a node its session owns ({unsettled} \
              left unjudged with a request in flight); {registrations} registrations, each its \
              client's own"
         )
-    })
+    });
+    (finding, judged + registrations)
 }
 
 /// The final state of the server that ended furthest along (the lowest id among equals), by
@@ -374,6 +404,12 @@ pub(crate) mod tests {
         // A busy client is not judged.
         let busy = claims_owned_at_end(&history, &finals, &[(0, Known::Busy)]);
         assert!(busy.holds, "{busy:?}");
+
+        // The companion says whether anything was judged.
+        let [_, judged] = claims_at_end(&history, &finals, &standing_on("/l"));
+        assert!(judged.holds && judged.property == CLAIM_JUDGED);
+        let [_, idle] = claims_at_end(&other, &finals, &[(0, Known::Busy)]);
+        assert!(!idle.holds, "nothing to judge");
     }
 
     /// A history where client 0 connected with `session` and reported nothing.

@@ -153,6 +153,10 @@ pub fn explanation(name: &str) -> &'static str {
             "Sometimes: the servers' leader deleted an empty container (a recipe's parent) while \
              the recipe ran."
         }
+        "a claim was judged" => {
+            "Sometimes: when the run ended, a settled client held a role or stood on a \
+             registration for \"claims are owned\" to judge."
+        }
         "an ephemeral was judged" => {
             "Sometimes: when the run ended, a live client's session owned an ephemeral node for \
              the orphan check to judge."

@@ -9,7 +9,7 @@
 //! first violated `eventually` one, else [`Outcome::FaultsNotFired`] if a planned fault did not
 //! happen, else a pass.
 
-use zkh_model::claims::claims_owned_at_end;
+use zkh_model::claims::claims_at_end;
 use zkh_model::orphans::orphans_at_end;
 use zkh_model::properties::{wakeups, Class, Finding};
 use zkh_model::History;
@@ -121,8 +121,8 @@ fn judge(scenario: &Resolved, seed: u64, mut outcome: WorkloadOutcome) -> RunRes
     let guarantees = zkh_model::guarantees::judge(&outcome.history, &outcome.commit_logs);
     // Judged here, not by the workloads: it needs the servers' final states.
     let finals = &outcome.commit_logs.finals;
-    let claims = claims_owned_at_end(&outcome.history, finals, &outcome.known);
-    outcome.findings.push(claims);
+    let claims = claims_at_end(&outcome.history, finals, &outcome.known);
+    outcome.findings.extend(claims);
     let orphans = orphans_at_end(&outcome.history, finals, &outcome.known);
     outcome.findings.extend(orphans);
     if reaps_containers(scenario) {
