@@ -19,6 +19,7 @@ use zkh_model::guarantees::CommitLogs;
 use zkh_model::guarantees::{
     judge, DURABILITY, FIFO_CLIENT_ORDER, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS,
     SEQUENTIAL_SUFFIXES, SESSION_END_IS_FINAL, SINGLE_SYSTEM_IMAGE, WATCH_EVENTS_IN_ORDER,
+    WATCH_FIRES_ONCE,
 };
 use zkh_model::properties::Class;
 use zkh_model::History;
@@ -302,6 +303,56 @@ fn servers_that_send_an_event_after_the_next_reply_break_watch_events_in_order()
     for seed in 0..WITHIN_SEEDS {
         assert_eq!(
             data_before_event(seed, ServerDefects::default()),
+            Vec::<String>::new(),
+            "seed {seed}"
+        );
+    }
+}
+
+/// Client 0 sets one watch on `/x` and one on `/`'s children; client 1 then changes `/x` and
+/// adds children, three times each: the broken guarantees.
+fn one_watch_many_changes(seed: u64, defects: ServerDefects) -> Vec<String> {
+    run_seed(seed, 300, move |seed| async move {
+        let config = ClusterConfig {
+            defects,
+            ..ClusterConfig::default()
+        };
+        let mut cluster = Cluster::start(seed, config).await;
+        let watcher = cluster.add_client(0, 4000, false).await.expect("connects");
+        let writer = cluster.add_client(1, 4000, false).await.expect("connects");
+        (writer.create("/x", b"0", CreateMode::Persistent).await).expect("created");
+        watcher.get_data("/x", true).await.expect("watched");
+        watcher.get_children("/", true).await.expect("watched");
+        for round in 1..=3 {
+            let data = format!("{round}");
+            writer
+                .set_data("/x", data.as_bytes(), -1)
+                .await
+                .expect("changed");
+            let child = format!("/c{round}");
+            (writer.create(&child, b"", CreateMode::Persistent).await).expect("created");
+            madsim::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+        broken_guarantees(&cluster.history(), &cluster.commit_logs())
+    })
+}
+
+#[test]
+fn servers_that_keep_a_watch_after_it_fires_break_a_watch_fires_once() {
+    let defect = ServerDefects {
+        watches_kept_after_firing: true,
+        ..ServerDefects::default()
+    };
+    let broken = one_watch_many_changes(0, defect);
+    println!("caught at seed 0: {broken:?}");
+    assert_eq!(broken.len(), 1, "{broken:?}");
+    assert!(
+        broken[0].starts_with(WATCH_FIRES_ONCE) && broken[0].contains("fired twice"),
+        "{broken:?}"
+    );
+    for seed in 0..WITHIN_SEEDS {
+        assert_eq!(
+            one_watch_many_changes(seed, ServerDefects::default()),
             Vec::<String>::new(),
             "seed {seed}"
         );

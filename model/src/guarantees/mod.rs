@@ -19,6 +19,7 @@
 //! | [`SESSION_END_IS_FINAL`] | always | Programmer's Guide, "ZooKeeper Sessions" and "Ephemeral Nodes"; ZooKeeper paper 2.2 | after the close's zxid in the agreed order, no successful reply to the session carries a higher zxid, and no server's final state keeps one of its ephemerals (`sessions`) |
 //! | [`SEQUENTIAL_SUFFIXES`] | always | Programmer's Guide, "Sequence Nodes": a counter unique to the parent | the suffixes created under one parent are unique, and grow with the zxid |
 //! | [`WATCH_EVENTS_IN_ORDER`] | always | Programmer's Guide, "ZooKeeper Watches" (ordered with respect to replies and other events; the event before the new data) | no reply recorded in a session before an event of zxid `z` carries `z` or more, and one connection's events' zxids never go down (`watches`) |
+//! | [`WATCH_FIRES_ONCE`] | always | Programmer's Guide, "ZooKeeper Watches" (a watch is a one-time trigger) | each watch event uses a watch its session set (a read with a watch, answered, pending or lost) and had not used; `NodeDeleted` uses the data and child watches of its path (`once`) |
 //!
 //! Each is judged on what a client saw, so it is sound on any history: an operation whose
 //! outcome is unknown (ConnectionLoss) or failed in the client is left out, and real-time
@@ -39,6 +40,7 @@
 //! after the heal): atomicity of a multi, one-shot firing of watches, sync.
 
 mod companions;
+mod once;
 mod ops;
 mod order;
 mod reads;
@@ -73,6 +75,8 @@ pub const SEQUENTIAL_SUFFIXES: &str = "sequential suffixes unique";
 /// A client sees a watch event before the data that fired it, and one connection's events in
 /// zxid order.
 pub const WATCH_EVENTS_IN_ORDER: &str = "watch events in order";
+/// Each watch event uses a watch its session set and had not used (module `once`).
+pub const WATCH_FIRES_ONCE: &str = "a watch fires once";
 /// Sometimes: a session reconnected and went on.
 pub const SESSION_RESUMED: &str = "a session resumed on a new connection";
 /// Sometimes: a server took the lead while a write was in flight.
@@ -85,7 +89,7 @@ pub const LOST_REPLY_APPLIED: &str = "a write with a lost reply was applied";
 pub const LOST_REPLY_NOT_APPLIED: &str = "a write with a lost reply was not applied";
 
 /// Every guarantee judged, then its `sometimes` companions, in report order.
-pub const GUARANTEES: [&str; 15] = [
+pub const GUARANTEES: [&str; 16] = [
     ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID,
     SESSION_END_IS_FINAL,
@@ -96,6 +100,7 @@ pub const GUARANTEES: [&str; 15] = [
     SEQUENTIALLY_CONSISTENT_READS,
     SEQUENTIAL_SUFFIXES,
     WATCH_EVENTS_IN_ORDER,
+    WATCH_FIRES_ONCE,
     SESSION_RESUMED,
     LEADER_CHANGED_UNDER_A_WRITE,
     STALE_READ_SEEN,
@@ -158,6 +163,7 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
         reads::sequentially_consistent_reads(history, &ops, &agreed),
         order::sequential_suffixes(history, &ops, &agreed),
         watches::watch_events_in_order(history),
+        once::watch_fires_once(history),
         session_resumed(history),
         order::leader_changed_under_a_write(history, &ops),
         companions::stale_read_seen(&ops),
@@ -205,6 +211,10 @@ pub fn explanation(name: &str) -> &'static str {
         WATCH_EVENTS_IN_ORDER => {
             "ZooKeeper: a client sees a watch event before any reply carrying the change that \
              fired it, and one connection's events come in zxid order."
+        }
+        WATCH_FIRES_ONCE => {
+            "ZooKeeper: a watch is a one-time trigger; each event uses a watch its session set \
+             and had not used, and the client must set it again to hear of the next change."
         }
         SESSION_RESUMED => "Sometimes: a session reconnected and went on within the session.",
         LEADER_CHANGED_UNDER_A_WRITE => {

@@ -632,3 +632,57 @@ fn the_data_before_its_event_or_events_out_of_order_are_caught_and_a_reconnectio
         again.detail
     );
 }
+
+/// A read of `path` that sets a data watch.
+fn watch(path: &str) -> Request {
+    Request::GetData {
+        path: path.to_owned(),
+        watch: true,
+    }
+}
+
+#[test]
+fn a_watch_that_fires_twice_or_that_nobody_set_is_caught_and_one_set_again_fires_again() {
+    let once = |b: &Build| b.judged(WATCH_FIRES_ONCE);
+    // Set, fired: fine; fired again without being set again: caught.
+    let mut b = Build::default();
+    let r = b.invoke(0, 10, watch("/x"));
+    b.answer(0, r, Response::Data(Vec::new(), stat()), 5);
+    event(&mut b, 0, "/x", 6);
+    assert!(once(&b).holds, "{:?}", once(&b));
+    event(&mut b, 0, "/x", 7);
+    let twice = once(&b);
+    assert!(
+        !twice.holds && twice.detail.contains("fired twice"),
+        "{twice:?}"
+    );
+    // Set again in between: fires again. A read still unanswered when the event came may have
+    // set it after the firing: one more event is allowed.
+    let mut b = Build::default();
+    for zxid in [6, 8] {
+        let r = b.invoke(0, 10, watch("/x"));
+        b.answer(0, r, Response::Data(Vec::new(), stat()), zxid - 1);
+        event(&mut b, 0, "/x", zxid);
+    }
+    let pending = b.invoke(0, 10, watch("/x"));
+    let r = b.invoke(0, 10, watch("/y"));
+    b.answer(0, r, Response::Data(Vec::new(), stat()), 9);
+    event(&mut b, 0, "/x", 10);
+    b.answer(0, pending, Response::Data(Vec::new(), stat()), 9);
+    assert!(once(&b).holds, "{:?}", once(&b));
+    // An event on another client's watch, or after the session ended, has none to use.
+    let mut b = Build::default();
+    let r = b.invoke(0, 10, watch("/x"));
+    b.answer(0, r, Response::Data(Vec::new(), stat()), 5);
+    event(&mut b, 1, "/x", 6);
+    assert!(!once(&b).holds, "client 1 set no watch");
+    let mut b = Build::default();
+    let r = b.invoke(0, 10, watch("/x"));
+    b.answer(0, r, Response::Data(Vec::new(), stat()), 5);
+    b.push(HistoryEvent::Session {
+        client: 0,
+        event: SessionEvent::Expired,
+    });
+    event(&mut b, 0, "/x", 6);
+    assert!(!once(&b).holds, "the session's end dropped its watch");
+}

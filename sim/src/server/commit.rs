@@ -5,8 +5,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use zkh_model::guarantees::Committed;
+use zkh_model::zookeeper::WatchSet;
 use zkh_model::{Notification, Reply, Response, ZkModel};
-use zkh_recipes::{CreateMode, Request};
+use zkh_recipes::{CreateMode, EventType, Request};
 
 use crate::clock::{now, Instant};
 use crate::protocol::{Addr, Message, Origin, Txn, TxnKind};
@@ -193,6 +194,9 @@ impl Server {
                         // The session closed between the request and its commit: an error txn.
                         disk.model.apply_noop();
                     }
+                    if self.config.defects.watches_kept_after_firing {
+                        keep_watches(&mut disk.model, &applied.notifications);
+                    }
                     applied
                 };
                 self.check_zxid(zxid);
@@ -312,5 +316,22 @@ fn named_by_child_count(model: &ZkModel, request: Request) -> Request {
         path: format!("{path}{children:010}"),
         data: data.clone(),
         mode: plain,
+    }
+}
+
+/// The test-only defect [`ServerDefects::watches_kept_after_firing`]: each watch that just fired
+/// set again, as if the client had asked (no event fires: the node is as the watch last saw it).
+///
+/// [`ServerDefects::watches_kept_after_firing`]: super::ServerDefects::watches_kept_after_firing
+fn keep_watches(model: &mut ZkModel, fired: &[Notification]) {
+    for notification in fired {
+        let path = notification.event.path.clone();
+        let mut again = WatchSet::default();
+        match notification.event.event_type {
+            EventType::NodeDataChanged => again.data.insert(path),
+            EventType::NodeChildrenChanged => again.child.insert(path),
+            _ => continue,
+        };
+        model.set_watches(notification.session, i64::MAX, &again);
     }
 }

@@ -139,6 +139,10 @@ pub struct ServerDefects {
     /// the client gets the data before the event that announces it, breaking "watch events in
     /// order".
     pub events_after_the_next_reply: bool,
+    /// Keep a data or child watch after it fires (set it again at once) instead of dropping
+    /// it: the next change fires it again though the client never set it again, breaking "a
+    /// watch fires once".
+    pub watches_kept_after_firing: bool,
 }
 
 impl ServerConfig {
