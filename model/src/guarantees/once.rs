@@ -21,10 +21,13 @@
 //! the reply of the request in flight (a real client's recorder), so an event may be recorded
 //! before the reply of the read that set its watch. An event uses the watch an answered read
 //! set, else the one the earliest unanswered read set (a session's reads are taken in order);
-//! a later unanswered read may set it again after it fired, so it stays pending. A read whose outcome is unknown
-//! (ConnectionLoss) may have set its watch, and counts; a read that failed (`NoNode` of a
+//! a later unanswered read may set it again after it fired, so it stays pending. A read whose
+//! outcome is unknown (ConnectionLoss) may have set its watch, and counts; a read that failed (`NoNode` of a
 //! `getData`) set none. Events that a reconnection fires (ZooKeeper's `setWatches`) use a watch
-//! like any other. A session's end drops its watches, and a new session starts with none.
+//! like any other. A session's end drops its watches, and a new session starts with none; an
+//! event a client gets after its session ended and before a new one is not judged (the ended
+//! session's, sent before the end and handed on late: measured on a real client woken from a
+//! stop, which took an event after it had reported the expiry).
 //! Judged on real histories too: it reads no zxid.
 //!
 //! Not judged: that the event is for the *first* change after the watch was set (that needs
@@ -91,6 +94,9 @@ fn watch_of(request: &Request) -> Option<(String, Kind)> {
 pub(super) fn watch_fires_once(history: &impl Entries) -> Finding {
     let mut clients: BTreeMap<u32, Client> = BTreeMap::new();
     let mut sessions: BTreeMap<u32, zkh_recipes::SessionId> = BTreeMap::new();
+    // Clients whose session ended and that have no new one yet: an event they get then was
+    // sent to the ended session before it ended, and is not judged.
+    let mut ended_sessions: BTreeSet<u32> = BTreeSet::new();
     let mut judged = 0usize;
     let mut violation = None;
     for (index, entry) in history.each().enumerate() {
@@ -98,11 +104,15 @@ pub(super) fn watch_fires_once(history: &impl Entries) -> Finding {
             event if event.is_data_loss() => clients.clear(),
             HistoryEvent::Session { client, event } => {
                 let ended = match event {
-                    SessionEvent::Expired | SessionEvent::Closed => true,
+                    SessionEvent::Expired | SessionEvent::Closed => {
+                        ended_sessions.insert(*client);
+                        true
+                    }
                     // A client's first session is recorded after its first request on a real
                     // client (its events are taken after each reply): nothing to drop then.
                     SessionEvent::Connected { session_id }
                     | SessionEvent::Reconnected { session_id } => {
+                        ended_sessions.remove(client);
                         let before = sessions.insert(*client, *session_id);
                         before.is_some_and(|before| before != *session_id)
                     }
@@ -147,7 +157,7 @@ pub(super) fn watch_fires_once(history: &impl Entries) -> Finding {
                     *state.set.entry(key).or_default() += 1;
                 }
             }
-            HistoryEvent::Watch { client: id, event } => {
+            HistoryEvent::Watch { client: id, event } if !ended_sessions.contains(id) => {
                 judged += 1;
                 let state = clients.entry(*id).or_default();
                 let path = event.path.clone();

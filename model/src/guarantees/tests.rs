@@ -684,5 +684,13 @@ fn a_watch_that_fires_twice_or_that_nobody_set_is_caught_and_one_set_again_fires
         event: SessionEvent::Expired,
     });
     event(&mut b, 0, "/x", 6);
+    assert!(once(&b).holds, "sent to the ended session: not judged");
+    b.push(HistoryEvent::Session {
+        client: 0,
+        event: SessionEvent::Connected {
+            session_id: SessionId(12),
+        },
+    });
+    event(&mut b, 0, "/x", 7);
     assert!(!once(&b).holds, "the session's end dropped its watch");
 }
