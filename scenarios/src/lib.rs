@@ -222,6 +222,7 @@ macro_rules! any_model {
     };
 }
 
+pub mod cli;
 pub mod custom;
 pub mod export;
 pub mod known_bad;

@@ -5,17 +5,17 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use crate::Recipe;
 use indicatif::{ProgressBar, ProgressStyle};
 use zkh_model::check::{
     walk, walk_observed, Lasso, RecipeModel, WalkLimits, WalkVerdict, Workload, LIVELOCK,
 };
-use zkh_scenarios::Recipe;
 
-use crate::check::{
+use crate::cli::check::{
     job_shape, json_report, note_known_bad, print_banner, print_steps, print_unreached,
     print_violation, replay, write_scenario,
 };
-use crate::{say, CheckArgs, BAD_INPUT};
+use crate::cli::{say, CheckArgs, BAD_INPUT};
 
 /// `zkharness check --walks N`: seeded random walks through the model's states.
 pub(crate) fn run_walks<W: Workload>(
@@ -65,7 +65,7 @@ pub(crate) fn run_walks<W: Workload>(
         }
     }
     if let (Some(file), Some(violation)) = (&args.html, &verdict.violation) {
-        let found = crate::check_html::Found {
+        let found = crate::cli::check_html::Found {
             property: violation.property,
             path: &violation.path,
             facts: vec![
@@ -77,7 +77,7 @@ pub(crate) fn run_walks<W: Workload>(
                 loop_start,
             }),
         };
-        if let Err(message) = crate::check_html::write(file, &model, recipe, &found) {
+        if let Err(message) = crate::cli::check_html::write(file, &model, recipe, &found) {
             eprintln!("zkharness: {message}");
             return ExitCode::from(BAD_INPUT);
         }
@@ -98,7 +98,7 @@ pub(crate) fn run_walks<W: Workload>(
         let result = match (&verdict.violation, &final_state) {
             (Some(violation), Some((_, steps))) => serde_json::json!({
                 "violation": violation.property,
-                "explanation": crate::check_html::explanation(violation.property),
+                "explanation": crate::cli::check_html::explanation(violation.property),
                 "path": steps,
                 "shortest": false,
                 "walk": violation.walk,
@@ -186,8 +186,8 @@ pub(crate) fn run_walks<W: Workload>(
         say!("repeat: {repeat}");
     }
     if let Some(violation) = &verdict.violation {
-        crate::check::note_finding(recipe, violation.property, args.json);
-        ExitCode::from(crate::check::violation_code(violation.property))
+        crate::cli::check::note_finding(recipe, violation.property, args.json);
+        ExitCode::from(crate::cli::check::violation_code(violation.property))
     } else {
         note_known_bad(recipe, args.json);
         ExitCode::SUCCESS

@@ -14,16 +14,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
-use zkh_scenarios::report::{
+use crate::report::{
     commit, exit, fnv1a, Herd, Outcome, ScenarioSummary, SweepFailure, SweepSummary, SWEEP_FORMAT,
 };
-use zkh_scenarios::runner::{self, RunResult};
-use zkh_scenarios::scenario::{self, Loaded};
+use crate::runner::{self, RunResult};
+use crate::scenario::{self, Loaded};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use super::run::{report, write_report};
 use super::{invocation, repro, SweepArgs};
-use crate::say;
+use crate::cli::say;
 
 /// The scenario files named by `paths`: files as given, folders' `*.toml` files in name order.
 pub(super) fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
@@ -365,7 +365,7 @@ fn finish(
     let seeds_run: u64 = summaries.iter().map(|s| s.seeds_run).sum();
     let summary = SweepSummary {
         format: SWEEP_FORMAT.to_owned(),
-        commit: zkh_scenarios::report::commit().to_owned(),
+        commit: crate::report::commit().to_owned(),
         seeds: format!("{}..{}", args.seeds.start, args.seeds.end),
         shard: args.shard.map(|(i, n)| format!("{i}/{n}")),
         jobs,

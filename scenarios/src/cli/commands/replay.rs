@@ -4,14 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::report::{exit, fnv1a, RunReport, RUN_FORMAT};
+use crate::runner;
+use crate::scenario::Loaded;
 use zkh_model::HistoryEntry;
-use zkh_scenarios::report::{exit, fnv1a, RunReport, RUN_FORMAT};
-use zkh_scenarios::runner;
-use zkh_scenarios::scenario::Loaded;
 
 use super::run::load_or_report;
 use super::ReplayArgs;
-use crate::say;
+use crate::cli::say;
 
 /// Reads a run report and the scenario it names, which must not have changed since.
 pub(super) fn load_report(path: &Path) -> Result<(RunReport, PathBuf, Loaded), ExitCode> {

@@ -1,6 +1,6 @@
 //! The model checker's and the memory's part of `zkharness bench`.
 //!
-//! - Every known-bad variant's catching check (`zkh_scenarios::known_bad::KNOWN_BAD`), run as
+//! - Every known-bad variant's catching check (`crate::known_bad::KNOWN_BAD`), run as
 //!   `zkharness check ... --json` in a child process: the states it generated and the seconds
 //!   it took to its counterexample.
 //! - The standard checks (3 clients, one lost reply and one expiry, caught-up acting) of the
@@ -14,8 +14,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::known_bad::KNOWN_BAD;
 use serde::Serialize;
-use zkh_scenarios::known_bad::KNOWN_BAD;
 
 /// The budget of the standard checks the benchmark times.
 const DEFAULT_FAULTS: &str = "drop-reply=1,expire=1";

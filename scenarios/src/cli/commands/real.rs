@@ -1,14 +1,14 @@
 //! `zkharness bench-real` and the participants it starts (`zkharness latch-participant`):
 //! the standard crash failover on a real three-server ensemble, timed run by run
-//! (`zkh_scenarios::real`). Normal build only.
+//! (`crate::real`). Normal build only.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::real::ensemble::Ensemble;
+use crate::real::failover::{self, PARTICIPANTS, SESSION_TIMEOUT_MS};
+use crate::report::exit;
 use serde::Serialize;
-use zkh_scenarios::real::ensemble::Ensemble;
-use zkh_scenarios::real::failover::{self, PARTICIPANTS, SESSION_TIMEOUT_MS};
-use zkh_scenarios::report::exit;
 
 use super::{percentile, BenchRealArgs, ParticipantArgs};
 

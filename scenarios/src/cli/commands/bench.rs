@@ -21,8 +21,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+use crate::report::exit;
 use serde::Serialize;
-use zkh_scenarios::report::exit;
 use zkh_sim::latch_failover;
 use zkh_sim::run::try_run_seed;
 

@@ -1,16 +1,16 @@
 //! `zkharness guarantees-real`: the guarantee probe on a real three-server ensemble under one
-//! fault, its history judged by ZooKeeper's guarantees (`zkh_scenarios::real::probe`). Normal
+//! fault, its history judged by ZooKeeper's guarantees (`crate::real::probe`). Normal
 //! build only.
 
 use std::process::ExitCode;
 
+use crate::real::ensemble::Ensemble;
+use crate::real::probe;
+use crate::report::exit;
 use serde::Serialize;
 use zkh_model::history::History;
 use zkh_model::probe::{verdicts, ProbeFault, Profile, Verdict};
 use zkh_model::probe::{Phases, CLIENTS, SESSION_TIMEOUT_MS};
-use zkh_scenarios::real::ensemble::Ensemble;
-use zkh_scenarios::real::probe;
-use zkh_scenarios::report::exit;
 
 use super::GuaranteesRealArgs;
 

@@ -4,15 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::report::{commit, exit, fnv1a, FindingRecord, RunReport, ScenarioRef, RUN_FORMAT};
+use crate::runner::{self, RunResult};
+use crate::scenario::{self, Loaded, Resolved};
 use zkh_reports::timeline;
-use zkh_scenarios::report::{
-    commit, exit, fnv1a, FindingRecord, RunReport, ScenarioRef, RUN_FORMAT,
-};
-use zkh_scenarios::runner::{self, RunResult};
-use zkh_scenarios::scenario::{self, Loaded, Resolved};
 
 use super::{repro, RunArgs};
-use crate::say;
+use crate::cli::say;
 
 /// Loads a scenario, or prints why it cannot be and gives the bad-input code.
 pub(super) fn load_or_report(path: &Path) -> Result<Loaded, ExitCode> {
@@ -128,7 +126,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     for fault in &result.faults_not_fired {
         say!("  NOT FIRED {fault}");
     }
-    if let zkh_scenarios::report::Outcome::Crash { message } = &result.outcome {
+    if let crate::report::Outcome::Crash { message } = &result.outcome {
         say!("the harness crashed: {message}");
     }
     if let Some(dir) = &args.out {

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use crate::runner;
+use crate::scenario::{load, Resolved};
 use serde::Serialize;
-use zkh_scenarios::runner;
-use zkh_scenarios::scenario::{load, Resolved};
 
 use super::sweep::scenario_files;
 

@@ -5,20 +5,20 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use crate::export::to_toml;
+use crate::known_bad::{known_bad, model_finding, simulator_only};
+use crate::{export, Recipe, RecipeKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
     check_searched, Action, DeepLoops, GaveUp, Lasso, Limits, Progress, RecipeModel, State,
     Workload, LIVELOCK, MAX_LOAD_PERCENT, ORPHANS, OWNERSHIP, PROGRESS, SCHEDULE, SHORTEN_STATES,
 };
-use zkh_scenarios::export::to_toml;
-use zkh_scenarios::known_bad::{known_bad, model_finding, simulator_only};
-use zkh_scenarios::{export, Recipe, RecipeKind};
 
-use crate::walks::run_walks;
-use zkh_scenarios::report::exit;
+use crate::cli::walks::run_walks;
+use crate::report::exit;
 
-use crate::{say, CheckArgs, SearcherArg, BAD_INPUT};
+use crate::cli::{say, CheckArgs, SearcherArg, BAD_INPUT};
 
 /// How often a check logs its progress where stderr is not a terminal, unless
 /// `--progress-secs` says.
@@ -116,7 +116,7 @@ pub(crate) fn run_check<W: Workload>(
         }
     }
     if let (Some(file), Some(violation)) = (&args.html, &verdict.violation) {
-        let found = crate::check_html::Found {
+        let found = crate::cli::check_html::Found {
             property: violation.property,
             path: &violation.path,
             facts: vec![
@@ -134,7 +134,7 @@ pub(crate) fn run_check<W: Workload>(
             .collect(),
             lasso: lasso.clone(),
         };
-        if let Err(message) = crate::check_html::write(file, &model, recipe, &found) {
+        if let Err(message) = crate::cli::check_html::write(file, &model, recipe, &found) {
             eprintln!("zkharness: {message}");
             return ExitCode::from(BAD_INPUT);
         }
@@ -143,7 +143,7 @@ pub(crate) fn run_check<W: Workload>(
         let result = match (&verdict.violation, &final_state) {
             (Some(violation), Some((_, steps))) => serde_json::json!({
                 "violation": violation.property,
-                "explanation": crate::check_html::explanation(violation.property),
+                "explanation": crate::cli::check_html::explanation(violation.property),
                 "path": steps,
                 "shortest": violation.shortest,
                 "found_steps": violation.found_steps,

@@ -6,9 +6,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
 #[cfg(not(madsim))]
-use zkh_scenarios::report::exit;
+use crate::report::exit;
+use clap::Args;
 
 #[cfg(madsim)]
 mod bench;
@@ -169,7 +169,7 @@ pub struct ProbeClientArgs {
 pub fn probe_client(args: ProbeClientArgs) -> ExitCode {
     #[cfg(not(madsim))]
     {
-        let plan = zkh_scenarios::real::paused::ChildPlan {
+        let plan = crate::real::paused::ChildPlan {
             connect: &args.connect,
             client: args.client,
             seed: args.seed,
@@ -177,11 +177,11 @@ pub fn probe_client(args: ProbeClientArgs) -> ExitCode {
             run_ms: args.run_ms,
             out: &args.out,
         };
-        match zkh_scenarios::real::paused::run_child(&plan) {
+        match crate::real::paused::run_child(&plan) {
             Ok(()) => ExitCode::SUCCESS,
             Err(message) => {
                 eprintln!("zkharness: {message}");
-                ExitCode::from(zkh_scenarios::report::exit::CRASH)
+                ExitCode::from(crate::report::exit::CRASH)
             }
         }
     }
@@ -246,7 +246,7 @@ fn without_sockets(command: &str) -> ExitCode {
         "zkharness: `{command}` talks to a real ZooKeeper, which the simulated build cannot; \
          run the normal build: cargo run --release -p zkh-scenarios --bin zkharness -- {command}"
     );
-    ExitCode::from(zkh_scenarios::report::exit::BAD_INPUT)
+    ExitCode::from(crate::report::exit::BAD_INPUT)
 }
 
 /// `zkharness run`.

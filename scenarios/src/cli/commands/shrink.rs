@@ -16,16 +16,16 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use zkh_scenarios::export::to_toml;
-use zkh_scenarios::report::exit;
-use zkh_scenarios::runner;
-use zkh_scenarios::scenario::{Expect, Resolved};
+use crate::export::to_toml;
+use crate::report::exit;
+use crate::runner;
+use crate::scenario::{Expect, Resolved};
 use zkh_sim::fault::{Fault, FaultPlan, RandomFaults, ScriptedFault, TriggeredFault};
 use zkh_sim::seed::{sub_rng, Subsystem};
 
 use super::replay::load_report;
 use super::{invocation, ShrinkArgs};
-use crate::say;
+use crate::cli::say;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Item {

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use stateright::Model;
 
+use crate::Recipe;
 use zkh_model::check::{
     Action, Lasso, RecipeModel, Workload, LIVELOCK, ORPHANS, OWNERSHIP, PROGRESS, SCHEDULE,
 };
@@ -19,7 +20,6 @@ use zkh_model::history::Entries;
 use zkh_model::History;
 use zkh_reports::timeline::{self, Page, TimeUnit};
 use zkh_reports::types::FindingRecord;
-use zkh_scenarios::Recipe;
 
 /// What a step-timed history needs to know of a search.
 pub(crate) struct Found<'a> {

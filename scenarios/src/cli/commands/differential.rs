@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
+use crate::report::exit;
 use serde::Serialize;
 use zkh_model::probe::{
     verdicts, Phases, ProbeFault, Profile, Verdict, CLIENTS, SESSION_TIMEOUT_MS,
 };
-use zkh_scenarios::report::exit;
 
 use super::DifferentialArgs;
 

@@ -31,13 +31,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::Recipe;
 use zkh_model::check::{
     check_searched, walk, Limits, RecipeModel, Verdict, WalkLimits, WalkVerdict, Workload,
 };
-use zkh_scenarios::{any_model, Recipe};
 
-use crate::check::{json_report, note_known_bad, run_check};
-use crate::{say, CheckArgs, BAD_INPUT, DEFAULT_FAULTS};
+use crate::cli::check::{json_report, note_known_bad, run_check};
+use crate::cli::{say, CheckArgs, BAD_INPUT, DEFAULT_FAULTS};
 
 /// The fault kinds of the model, as `--faults` names them.
 pub(crate) const KINDS: [&str; 6] = [
@@ -165,7 +165,7 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
         if spec == STANDARD && model_args.recipe == "job" {
             model_args.cycles.get_or_insert(STANDARD_JOB_CYCLES);
         }
-        match crate::parse(&model_args) {
+        match crate::cli::parse(&model_args) {
             Ok(recipe) => recipes.push(recipe),
             Err(message) => {
                 eprintln!("zkharness: {message}");
@@ -183,7 +183,7 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
             first.variant,
             first.clients,
             first.acting_name(),
-            crate::check::job_shape(first),
+            crate::cli::check::job_shape(first),
             recipes.len(),
             if spec == STANDARD {
                 "standard"
@@ -333,7 +333,7 @@ fn command(recipe: &Recipe, budget: &str) -> String {
         recipe.variant,
         recipe.clients,
         recipe.acting_name(),
-        crate::check::job_shape(recipe)
+        crate::cli::check::job_shape(recipe)
     )
 }
 
@@ -352,8 +352,12 @@ fn one_budget<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, settings: &Se
         compact_mib: None,
         threads: 1,
     };
-    let verdict: Verdict =
-        check_searched(&model, limits, crate::SearcherArg::Ours.searcher(), None);
+    let verdict: Verdict = check_searched(
+        &model,
+        limits,
+        crate::cli::SearcherArg::Ours.searcher(),
+        None,
+    );
     let mut row = Row {
         budget: recipe.faults.clone(),
         how: "exhaustive",

@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::report::exit;
 use zkh_reports::types::{RunReport, SweepSummary, RUN_FORMAT, SWEEP_FORMAT};
 use zkh_reports::{junit, markdown, timeline};
-use zkh_scenarios::report::exit;
 
 use super::ReportArgs;
 
