@@ -182,6 +182,10 @@ pub struct RunReport {
     pub seed: u64,
     /// The commit of the harness that ran it.
     pub commit: String,
+    /// For a recipe of the user's own, the crate and version that registered it (`name
+    /// version`): a replay refuses a binary whose recipe is another. Absent for a built-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe_package: Option<String>,
     /// Every option, resolved.
     pub options: serde_json::Value,
     /// How it ended.

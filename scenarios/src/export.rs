@@ -187,7 +187,7 @@ fn export_from<W: Workload>(
     ScenarioFile {
         description,
         workload: WorkloadSpec {
-            recipe: recipe_name,
+            recipe: recipe_name.as_str().to_owned(),
             variant: recipe.variant.clone(),
             servers: 3,
             clients: recipe.clients as u32,
@@ -208,6 +208,7 @@ fn export_from<W: Workload>(
                 }),
                 _ => None,
             },
+            config: None,
         },
         phases: Phases::default(),
         faults,

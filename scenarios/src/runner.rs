@@ -22,7 +22,7 @@ use zkh_sim::sharded::{sharded_job, ShardedConfig};
 use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
 
 use crate::report::{FindingRecord, Herd, Outcome};
-use crate::scenario::{Resolved, SimRecipe};
+use crate::scenario::{Resolved, ScenarioRecipe, SimRecipe};
 
 /// The simulated time a run may take before the harness calls it a crash.
 pub const TIME_LIMIT_S: u64 = 600;
@@ -62,12 +62,10 @@ impl RunResult {
     }
 }
 
-/// Runs `scenario` for `seed`.
-pub fn run(scenario: &Resolved, seed: u64) -> RunResult {
-    let owned = scenario.clone();
-    match try_run_seed(seed, TIME_LIMIT_S, move |seed| workload(owned, seed)) {
-        Ok(outcome) => judge(scenario, seed, outcome),
-        Err(message) => RunResult {
+impl RunResult {
+    /// A run the harness crashed in (a panic, or the time limit): no finding, no history.
+    pub(crate) fn crashed(seed: u64, message: String) -> RunResult {
+        RunResult {
             seed,
             outcome: Outcome::Crash { message },
             findings: Vec::new(),
@@ -77,7 +75,25 @@ pub fn run(scenario: &Resolved, seed: u64) -> RunResult {
             trace: 0,
             simulated_ms: 0,
             herd: None,
-        },
+        }
+    }
+}
+
+/// Runs `scenario` for `seed`: a built-in recipe's workload, or a registered recipe through the
+/// generic host (`custom`).
+pub fn run(scenario: &Resolved, seed: u64) -> RunResult {
+    let Some(recipe) = scenario.sim_recipe() else {
+        let ScenarioRecipe::Own(own) = &scenario.recipe else {
+            unreachable!("a scenario's recipe is built in or registered")
+        };
+        return own.workload.run(scenario, seed);
+    };
+    let owned = scenario.clone();
+    match try_run_seed(seed, TIME_LIMIT_S, move |seed| {
+        workload(owned, recipe, seed)
+    }) {
+        Ok(outcome) => judge(scenario, seed, outcome),
+        Err(message) => RunResult::crashed(seed, message),
     }
 }
 
@@ -148,7 +164,7 @@ fn judge(scenario: &Resolved, seed: u64, mut outcome: WorkloadOutcome) -> RunRes
         .entries()
         .last()
         .map_or(0, |e| e.at_us / 1000);
-    let herd = matches!(scenario.sim_recipe(), SimRecipe::Lock(_))
+    let herd = matches!(scenario.sim_recipe(), Some(SimRecipe::Lock(_)))
         .then(|| Herd::of(&wakeups(&outcome.history, LOCK_DIR)));
     RunResult {
         seed,
@@ -182,7 +198,7 @@ fn fencing(scenario: &Resolved) -> Fencing {
     }
 }
 
-async fn workload(scenario: Resolved, seed: u64) -> WorkloadOutcome {
+async fn workload(scenario: Resolved, recipe: SimRecipe, seed: u64) -> WorkloadOutcome {
     let plan = scenario.faults.clone();
     let config = WorkloadConfig {
         servers: scenario.servers,
@@ -200,7 +216,7 @@ async fn workload(scenario: Resolved, seed: u64) -> WorkloadOutcome {
         container_check_interval_ms: scenario.container_check_interval_ms,
     };
     let leader = |recipe| workload::leader_job(seed, recipe, config.clone(), plan.clone());
-    match scenario.sim_recipe() {
+    match recipe {
         SimRecipe::Lock(variant) => {
             workload::stock(seed, variant, config.clone(), plan.clone()).await
         }

@@ -59,3 +59,48 @@ fn a_recipe_that_cannot_be_registered_is_refused_with_why() {
 fn the_test_builder_refuses_a_name_that_shadows_a_built_in() {
     let _ = zkh_scenarios::custom::sim::<ShadowsTheLock>("correct");
 }
+
+recipe!(Queue, "registered-queue", &["correct"]);
+recipe!(OtherQueue, "registered-queue", &["correct", "lossy"]);
+
+/// Registering is idempotent for one crate and version, and refused for a name another crate
+/// or version registered, or a built-in's; a scenario then finds the registered recipe by name.
+#[test]
+fn a_name_is_registered_once_and_found_by_scenarios() {
+    use zkh_scenarios::custom::register;
+    register::<Queue>("queue-crate", "1.0.0").expect("registered");
+    register::<Queue>("queue-crate", "1.0.0").expect("the same registration again");
+    let refused = register::<OtherQueue>("other-crate", "2.0.0").expect_err("the name is taken");
+    assert_eq!(
+        refused,
+        "recipe \"registered-queue\" cannot be registered by other-crate 2.0.0: queue-crate \
+         1.0.0 registered a recipe of that name"
+    );
+    let refused = register::<ShadowsTheLock>("queue-crate", "1.0.0").expect_err("a built-in's");
+    assert!(
+        refused.contains("the name is a built-in recipe's"),
+        "{refused}"
+    );
+    let text = "[workload]\nrecipe = \"registered-queue\"\nvariant = \"lossy\"\n";
+    let error = zkh_scenarios::scenario::parse("q.toml", "q", text).expect_err("no such variant");
+    assert_eq!(
+        error.to_string(),
+        "q.toml:3:11: workload.variant: unknown variant \"lossy\" (known: correct)"
+    );
+    let unknown = "[workload]\nrecipe = \"registered-queu\"\n";
+    let error = zkh_scenarios::scenario::parse("q.toml", "q", unknown).expect_err("unknown");
+    assert!(
+        error.to_string().contains("registered: registered-queue"),
+        "the registered names are listed: {error}"
+    );
+    let (_, resolved) = zkh_scenarios::scenario::parse(
+        "q.toml",
+        "q",
+        "[workload]\nrecipe = \"registered-queue\"\n",
+    )
+    .expect("read");
+    assert_eq!(
+        resolved.recipe.package().as_deref(),
+        Some("queue-crate 1.0.0")
+    );
+}

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use zkh_model::properties::{sometimes, Finding};
+use zkh_model::properties::{sometimes, Class, Finding};
 use zkh_model::History;
 use zkh_sim::cluster::Cluster;
 use zkh_sim::run::try_run_seed;
@@ -15,12 +15,15 @@ use zkh_sim::server::ServerDefects;
 use zkh_sim::workload::ensemble;
 
 use super::{ClientCtx, CustomScenario, SimRecipe};
-use crate::report::Outcome;
-use crate::runner::{verdict, TIME_LIMIT_S};
+use crate::report::{FindingRecord, Outcome};
+use crate::runner::{verdict, RunResult, TIME_LIMIT_S};
+use crate::scenario::Resolved;
 
 /// What one seed of a user recipe's scenario gave.
 #[derive(Clone, Debug)]
 pub struct CustomRun {
+    /// Planned faults that never fired.
+    pub faults_not_fired: Vec<String>,
     /// The seed.
     pub seed: u64,
     /// How it ended: the first broken guarantee, else the first violated `always` property,
@@ -51,15 +54,11 @@ async fn host<R: SimRecipe>(
     config: R::Config,
     shape: Shape,
 ) -> Ran {
-    let mut cluster = Cluster::start(
-        seed,
-        ensemble(
-            shape.servers,
-            ServerDefects::default(),
-            zkh_sim::local_expiry::LocalExpiry::Never,
-        ),
-    )
-    .await;
+    let cluster_config = zkh_sim::cluster::ClusterConfig {
+        container_check_interval_ms: shape.container_check_interval_ms,
+        ..ensemble(shape.servers, ServerDefects::default(), shape.local_expiry)
+    };
+    let mut cluster = Cluster::start(seed, cluster_config).await;
     cluster.arm_triggers(&shape.faults.triggered);
     for id in 0..shape.clients {
         let client = cluster
@@ -101,6 +100,8 @@ struct Shape {
     fault_ms: u64,
     liveness_ms: u64,
     faults: zkh_sim::fault::FaultPlan,
+    local_expiry: zkh_sim::local_expiry::LocalExpiry,
+    container_check_interval_ms: u64,
 }
 
 /// Runs `scenario` for `seed` with `variant` (a crash of the harness is an outcome, not a
@@ -117,36 +118,94 @@ pub fn run_one<R: SimRecipe>(
         fault_ms: scenario.fault_ms,
         liveness_ms: scenario.liveness_ms,
         faults: scenario.faults.clone(),
+        local_expiry: zkh_sim::local_expiry::LocalExpiry::Never,
+        container_check_interval_ms: zkh_sim::fault::CONTAINER_CHECK_INTERVAL_MS,
     };
     let config = scenario.config.clone();
     let ran = try_run_seed(seed, TIME_LIMIT_S, move |seed| {
         host::<R>(seed, variant, config, shape)
     });
     match ran {
-        Ok(ran) => judge(seed, ran),
+        Ok(ran) => judge(seed, ran, |_| true),
         Err(message) => CustomRun {
             seed,
             outcome: Outcome::Crash { message },
             findings: Vec::new(),
             guarantees: Vec::new(),
+            faults_not_fired: Vec::new(),
             history: History::new(),
             trace: 0,
         },
     }
 }
 
-/// The outcome of a run, as the built-in runner gives it (every property of the recipe judged).
-fn judge(seed: u64, ran: Ran) -> CustomRun {
+/// Runs `scenario`, a scenario of recipe `R` read by `zkharness`'s own reader (a registered
+/// recipe), for `seed` with `variant` and `config`: the run's result as the built-in runner gives
+/// it, judging the properties the scenario names (by default every `always` and `eventually`
+/// property of the recipe) and every `sometimes` one.
+pub(crate) fn run_resolved<R: SimRecipe>(
+    scenario: &Resolved,
+    variant: &'static str,
+    config: &R::Config,
+    seed: u64,
+) -> RunResult {
+    let shape = Shape {
+        servers: scenario.servers,
+        clients: scenario.clients,
+        session_timeout_ms: scenario.session_timeout_ms,
+        fault_ms: scenario.fault_ms,
+        liveness_ms: scenario.liveness_ms,
+        faults: scenario.faults.clone(),
+        local_expiry: scenario.local_expiry,
+        container_check_interval_ms: scenario.container_check_interval_ms,
+    };
+    let owned = config.clone();
+    let ran = try_run_seed(seed, TIME_LIMIT_S, move |seed| {
+        host::<R>(seed, variant, owned, shape)
+    });
+    let judged = |f: &Finding| scenario.properties.iter().any(|p| p == f.property);
+    let run = match ran {
+        Ok(ran) => judge(seed, ran, judged),
+        Err(message) => return RunResult::crashed(seed, message),
+    };
+    let properties = R::properties(config);
+    let explained = |finding: &Finding| {
+        let mut record = FindingRecord::from(finding);
+        if let Some(property) = properties.iter().find(|p| p.name == finding.property) {
+            record.explanation = property.explanation.to_owned();
+        }
+        record
+    };
+    let findings = (run.findings.iter())
+        .filter(|f| f.class == Class::Sometimes || judged(f))
+        .map(explained)
+        .collect();
+    RunResult {
+        seed,
+        outcome: run.outcome,
+        findings,
+        guarantees: run.guarantees.iter().map(FindingRecord::from).collect(),
+        faults_not_fired: run.faults_not_fired,
+        simulated_ms: run.history.entries().last().map_or(0, |e| e.at_us / 1000),
+        trace: run.trace,
+        history: run.history,
+        herd: None,
+    }
+}
+
+/// The outcome of a run, as the built-in runner gives it, the properties `judged` keeps judged.
+fn judge(seed: u64, ran: Ran, judged: impl Fn(&Finding) -> bool) -> CustomRun {
     let outcome = verdict(
         &ran.guarantees,
         &ran.findings,
-        |_| true,
+        judged,
         &ran.faults_not_fired,
     );
     CustomRun {
         seed,
         outcome,
         trace: ran.history.stable_hash(),
+        faults_not_fired: ran.faults_not_fired,
         findings: ran.findings,
         guarantees: ran.guarantees,
         history: ran.history,

@@ -23,21 +23,26 @@
 //! The API compiles in the normal build too, so that editors and `cargo check` see a recipe as
 //! the simulated build does; only the simulated build runs it (`RUSTFLAGS="--cfg madsim"`).
 //!
+//! # Your own zkharness
+//!
+//! [`custom_main!`](crate::custom_main) makes a binary that is the whole `zkharness` with the
+//! user's recipes registered ([`register`]) beside the built-ins: every command that reads a
+//! scenario (`run`, `sweep`, `replay`, `shrink`) finds them by name, and every report names the
+//! crate and version that registered the recipe.
+//!
 //! # Not yet
 //!
 //! The model checker does not run an async recipe: it needs a sans-IO machine, as the five
 //! built-ins have, behind the model's `Workload` trait; such a workload is checked from
-//! `cargo test` with [`model`](fn@model). The `zkharness` binary names neither: a user recipe runs from
-//! `cargo test`, or from a command line of its own ([`custom_main!`](crate::custom_main): `run`,
-//! `sweep`). The guide is `docs/your-recipe.md`.
+//! `cargo test` with [`model`](fn@model), and `check` and `explore` know the built-ins only.
+//! The guide is `docs/your-recipe.md`.
 
 mod ctx;
 #[cfg(madsim)]
 mod host;
-#[cfg(madsim)]
-pub mod main;
 pub mod model;
 mod property;
+mod registration;
 #[cfg(madsim)]
 mod scenario;
 #[cfg(madsim)]
@@ -51,27 +56,32 @@ use serde::de::DeserializeOwned;
 pub use ctx::{Client, ClientCtx};
 pub use model::{model, ModelCheck, ModelVerdict};
 pub use property::{Property, Violation};
+pub use registration::register;
 #[cfg(madsim)]
 pub use scenario::CustomScenario;
 #[cfg(madsim)]
 pub use test::{sim, SimRuns, SimTest};
 
-/// Writes the `main` of a user's own command line for recipe `$recipe` (`run`, `sweep`; see
-/// `custom::main`), naming the calling crate and its version in every report. In the normal
-/// build the binary only says how to build it: the simulator needs `--cfg madsim`.
+/// Writes the `main` of a user's own `zkharness`: the whole command line (`run`, `sweep`,
+/// `replay`, `shrink`, `report`, `check`, `explore`, ...), with recipes `$recipe, ...` registered
+/// beside the five built in, each under the calling crate's name and version (which every run
+/// report of it records, and `replay` compares). A recipe that cannot be registered (see
+/// [`register`]) ends the program with exit 64 before anything runs. The simulated commands need
+/// the simulated build (`RUSTFLAGS="--cfg madsim"`); the normal build says so.
 #[macro_export]
 macro_rules! custom_main {
-    ($recipe:ty) => {
-        #[cfg(madsim)]
+    ($($recipe:ty),+ $(,)?) => {
         fn main() -> ::std::process::ExitCode {
-            $crate::custom::main::main::<$recipe>(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
-        }
-        #[cfg(not(madsim))]
-        fn main() -> ::std::process::ExitCode {
-            eprintln!(
-                "this command runs the simulated ensemble: build it with RUSTFLAGS=\"--cfg madsim\""
-            );
-            ::std::process::ExitCode::from(64)
+            $(
+                if let Err(problem) = $crate::custom::register::<$recipe>(
+                    env!("CARGO_PKG_NAME"),
+                    env!("CARGO_PKG_VERSION"),
+                ) {
+                    eprintln!("zkharness: {problem}");
+                    return ::std::process::ExitCode::from($crate::report::exit::BAD_INPUT);
+                }
+            )+
+            $crate::cli::main()
         }
     };
 }

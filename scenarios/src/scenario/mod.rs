@@ -47,15 +47,23 @@
 //! [`Resolved`] is a scenario with every default filled in and every name checked: what the
 //! runner executes and what a report records.
 
+mod own;
 mod parse;
 mod resolve;
 
 use serde::{Deserialize, Serialize};
 use zkh_sim::fault::FaultPlan;
 
+pub(crate) use own::register;
+pub use own::{
+    registered, registered_names, OwnRecipe, OwnWorkload, PropertyInfo, Registration,
+    ScenarioRecipe,
+};
+pub(crate) use parse::explain;
 #[cfg(madsim)]
 pub(crate) use parse::{deserialize_checked, read};
 pub use parse::{load, parse, Loaded, ScenarioError};
+pub use resolve::Problem;
 #[cfg(madsim)]
 pub(crate) use resolve::{check, check_ensemble, check_faults, check_phases};
 pub use resolve::{judged_properties, Resolved, SimRecipe};
@@ -116,6 +124,13 @@ impl RecipeName {
         RecipeName::Job,
     ];
 
+    /// The built-in recipe a scenario names `name`, if it names one.
+    pub fn parse(name: &str) -> Option<RecipeName> {
+        RecipeName::ALL
+            .into_iter()
+            .find(|recipe| recipe.as_str() == name)
+    }
+
     /// The name as a scenario writes it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -156,8 +171,8 @@ fn is_never(policy: &zkh_sim::local_expiry::LocalExpiry) -> bool {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
-    /// The recipe.
-    pub recipe: RecipeName,
+    /// The recipe: one built in ([`RecipeName`]), or one a user's binary registered.
+    pub recipe: String,
     /// Its variant: `correct`, or a known-bad one.
     #[serde(default = "correct")]
     pub variant: String,
@@ -192,6 +207,9 @@ pub struct WorkloadSpec {
     /// The sharded job's application.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharded: Option<ShardedApp>,
+    /// A registered recipe's own knobs (its `SimRecipe::Config`), as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<toml::Table>,
 }
 
 /// Stock deduction under the lock: read, reserve, `critical_ms` inside, sell one unit.

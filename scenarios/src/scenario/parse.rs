@@ -14,7 +14,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::resolve::{resolve, Problem};
-use super::{RecipeName, Resolved, ScenarioFile};
+use super::{Resolved, ScenarioFile};
 
 /// What is wrong with a scenario file, and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +52,25 @@ pub struct Loaded {
     pub file: ScenarioFile,
     /// Ready to run.
     pub resolved: Resolved,
+    /// The variant given in place of the file's (`run --variant`), if one was.
+    pub variant_given: Option<String>,
+}
+
+impl Loaded {
+    /// The same scenario with `variant` in place of the one the file names (`run --variant`):
+    /// an unknown variant is refused, with the recipe's known ones.
+    pub fn with_variant(&self, variant: &str) -> Result<Loaded, String> {
+        let mut file = self.file.clone();
+        file.workload.variant = variant.to_owned();
+        let resolved = resolve(&self.resolved.name, &file)
+            .map_err(|(field, message)| format!("--variant: {message} ({field})"))?;
+        Ok(Loaded {
+            text: self.text.clone(),
+            file,
+            resolved,
+            variant_given: Some(variant.to_owned()),
+        })
+    }
 }
 
 /// Reads the file at `path` as text: how to show it, its name (the stem), and the text.
@@ -91,6 +110,7 @@ pub fn load(path: &Path) -> Result<Loaded, ScenarioError> {
         text,
         file,
         resolved,
+        variant_given: None,
     })
 }
 
@@ -142,21 +162,8 @@ fn field_path(path: &str) -> Option<String> {
 
 /// Serde's words, in a knob's terms: `invalid type: string "3s", expected u64` on a field
 /// ending `_ms` becomes `expected an integer number of milliseconds, found "3s"`.
-fn explain(field: Option<&str>, message: &str) -> String {
+pub(crate) fn explain(field: Option<&str>, message: &str) -> String {
     let message = message.trim();
-    if field == Some("workload.recipe") {
-        if let Some(named) = (message.strip_prefix("unknown variant `"))
-            .and_then(|rest| rest.split_once('`'))
-            .map(|(named, _)| named)
-        {
-            let built_in: Vec<&str> = RecipeName::ALL.iter().map(|r| r.as_str()).collect();
-            return format!(
-                "unknown recipe \"{named}\" (built in: {}); a recipe of your own runs from its \
-                 own binary (docs/your-recipe.md)",
-                built_in.join(", ")
-            );
-        }
-    }
     let Some((found, expected)) = message
         .strip_prefix("invalid type: ")
         .or_else(|| message.strip_prefix("invalid value: "))

@@ -10,6 +10,7 @@ use zkh_recipes::lock::LockVariant;
 use zkh_recipes::master::MasterVariant;
 use zkh_sim::fault::{Fault, FaultPlan, NodeRef, ServerRef};
 
+use super::own::{registered, unknown_recipe, OwnRecipe, ScenarioRecipe};
 use super::{is_a_minute, RecipeName, ScenarioFile, ShardedApp};
 
 /// A recipe and its variant, typed.
@@ -67,8 +68,8 @@ pub fn judged_properties(recipe: RecipeName) -> &'static [&'static str] {
 pub struct Resolved {
     /// The scenario's name (its file's stem).
     pub name: String,
-    /// The recipe.
-    pub recipe: RecipeName,
+    /// The recipe: built in, or registered by a user's binary.
+    pub recipe: ScenarioRecipe,
     /// Its variant.
     pub variant: String,
     /// Servers.
@@ -114,10 +115,13 @@ pub struct Resolved {
     pub within_seeds: u64,
     /// The seeds a sweep runs, if the file pins them.
     pub seeds: Vec<u64>,
+    /// A registered recipe's own knobs, as the file wrote them (`[workload.config]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<toml::Table>,
 }
 
 /// A problem with a field: its dotted path and what is wrong.
-pub(crate) type Problem = (String, String);
+pub type Problem = (String, String);
 
 fn variant<T: for<'de> Deserialize<'de>>(name: &str, known: &str) -> Result<T, Problem> {
     serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
@@ -129,9 +133,10 @@ fn variant<T: for<'de> Deserialize<'de>>(name: &str, known: &str) -> Result<T, P
 }
 
 impl Resolved {
-    /// The recipe with its variant, typed.
-    pub fn sim_recipe(&self) -> SimRecipe {
-        sim_recipe(self.recipe, &self.variant).expect("a resolved scenario's variant was checked")
+    /// The built-in recipe with its variant, typed; `None` for a recipe of the user's own.
+    pub fn sim_recipe(&self) -> Option<SimRecipe> {
+        let recipe = self.recipe.built_in()?;
+        Some(sim_recipe(recipe, &self.variant).expect("a resolved scenario's variant was checked"))
     }
 
     /// Whether this scenario is a positive control.
@@ -220,12 +225,13 @@ pub(crate) fn check_ensemble(
 /// Resolves `file`, named `name`.
 pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Problem> {
     let w = &file.workload;
-    sim_recipe(w.recipe, &w.variant)?;
+    let (recipe, variant) = scenario_recipe(w)?;
+    let built_in = recipe.built_in();
     check_ensemble(w.servers, w.clients, w.session_timeout_ms)?;
-    let is_job = w.recipe == RecipeName::Job;
+    let is_job = built_in == Some(RecipeName::Job);
     let is_leader = matches!(
-        w.recipe,
-        RecipeName::Latch | RecipeName::Election | RecipeName::Master
+        built_in,
+        Some(RecipeName::Latch | RecipeName::Election | RecipeName::Master)
     );
     let only = |present: bool, table: &str, owner: &str| {
         check(
@@ -233,14 +239,19 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
             format!("workload.{table}"),
             format!(
                 "[workload.{table}] is the application of {owner}, not of the {}",
-                w.recipe.as_str()
+                w.recipe
             ),
         )
     };
     only(
-        w.stock.is_some() && w.recipe != RecipeName::Lock,
+        w.stock.is_some() && built_in != Some(RecipeName::Lock),
         "stock",
         "the lock",
+    )?;
+    only(
+        w.config.is_some() && built_in.is_some(),
+        "config",
+        "a recipe of your own (a built-in recipe's knobs are in its own table)",
     )?;
     only(
         w.leader_job.is_some() && !is_leader,
@@ -287,10 +298,17 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         .phases
         .liveness_ms
         .unwrap_or(if is_job { 40_000 } else { 15_000 });
-    let leader_within_ms =
-        file.phases
-            .leader_within_ms
-            .unwrap_or(if is_job { 20_000 } else { 10_000 });
+    check(
+        built_in.is_some() || file.phases.leader_within_ms.is_none(),
+        "phases.leader_within_ms",
+        "the bound of the built-in recipes' \"leader elected\"; a recipe of your own judges its \
+         own properties",
+    )?;
+    let leader_within_ms = file.phases.leader_within_ms.unwrap_or(match built_in {
+        Some(RecipeName::Job) => 20_000,
+        Some(_) => 10_000,
+        None => liveness_ms,
+    });
     check_phases(fault_ms, liveness_ms)?;
     check(
         leader_within_ms <= liveness_ms,
@@ -301,14 +319,20 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
     if is_job {
         check_judged_cycles(&sharded, fault_ms, liveness_ms)?;
     }
-    let judged = judged_properties(w.recipe);
+    let judged: Vec<&str> = match &recipe {
+        ScenarioRecipe::BuiltIn(name) => judged_properties(*name).to_vec(),
+        ScenarioRecipe::Own(own) => (own.workload.properties().into_iter())
+            .filter(|property| property.class != zkh_model::properties::Class::Sometimes)
+            .map(|property| property.name)
+            .collect(),
+    };
     let known = |name: &str, path: String| {
         check(
             judged.contains(&name),
             path,
             format!(
                 "the {} judges no property {name:?} (it judges: {})",
-                w.recipe.as_str(),
+                w.recipe,
                 judged.join(", ")
             ),
         )
@@ -348,8 +372,8 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
     )?;
     Ok(Resolved {
         name: name.to_owned(),
-        recipe: w.recipe,
-        variant: w.variant.clone(),
+        recipe,
+        variant,
         servers: w.servers,
         clients: w.clients,
         session_timeout_ms: w.session_timeout_ms,
@@ -371,7 +395,45 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         expect_violation: expect.violation.clone(),
         within_seeds,
         seeds: file.seeds.clone(),
+        config: w.config.clone(),
     })
+}
+
+/// The recipe `workload` names and its variant, checked: a built-in, or a registered recipe's
+/// workload made of its `[workload.config]`. A registered recipe with no variant called
+/// `correct` runs its first (correct) one when the file names none.
+fn scenario_recipe(workload: &super::WorkloadSpec) -> Result<(ScenarioRecipe, String), Problem> {
+    if let Some(recipe) = RecipeName::parse(&workload.recipe) {
+        sim_recipe(recipe, &workload.variant)?;
+        return Ok((ScenarioRecipe::BuiltIn(recipe), workload.variant.clone()));
+    }
+    let Some(registration) = registered(&workload.recipe) else {
+        return Err((
+            "workload.recipe".to_owned(),
+            unknown_recipe(&workload.recipe),
+        ));
+    };
+    let variants = registration.variants();
+    let named = match workload.variant.as_str() {
+        "correct" if !variants.contains(&"correct") => variants[0],
+        named => named,
+    };
+    let Some(variant) = variants.iter().find(|v| **v == named) else {
+        return Err((
+            "workload.variant".to_owned(),
+            format!(
+                "unknown variant {:?} (known: {})",
+                workload.variant,
+                variants.join(", ")
+            ),
+        ));
+    };
+    let workload = registration.workload(variant, workload.config.as_ref())?;
+    let recipe = ScenarioRecipe::Own(OwnRecipe {
+        registration,
+        workload,
+    });
+    Ok((recipe, (*variant).to_owned()))
 }
 
 /// The longest run a scenario may ask for: its fault and liveness phases together.

@@ -1,4 +1,4 @@
-//! The ID allocator's own command line: `run` and `sweep` its scenarios on the simulated
-//! ensemble (`RUSTFLAGS="--cfg madsim" cargo run -p zkh-example-id-allocator -- sweep
-//! examples/id-allocator/scenarios/*.toml`).
+//! The ID allocator's own `zkharness`: every command of it, with the allocator registered beside
+//! the five built-in recipes (`RUSTFLAGS="--cfg madsim" cargo run -p zkh-example-id-allocator --
+//! sweep examples/id-allocator/scenarios`).
 zkh_scenarios::custom_main!(zkh_example_id_allocator::IdAllocator);

@@ -257,6 +257,10 @@ pub struct RunArgs {
     /// The seed: the run's only entropy (`ZKH_SEED` gives it too).
     #[arg(long, env = "ZKH_SEED")]
     pub seed: u64,
+    /// Run this variant of the recipe instead of the one the file names (a report records it,
+    /// and `replay` and `shrink` keep it).
+    #[arg(long)]
+    pub variant: Option<String>,
     /// Write the run's report (JSON: options, outcome, findings, history, repro command) into
     /// this folder, as `<scenario>-seed<N>.json`, and its timeline beside it (`.html`).
     #[arg(long, value_name = "DIR")]
@@ -372,9 +376,17 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 // Used by the simulated commands only.
 #[cfg_attr(not(madsim), allow(dead_code))]
 /// How a user invokes the tool, for the commands it prints: `scripts/zkharness` sets
-/// `ZKHARNESS_AS` to itself; an installed binary is `zkharness`.
+/// `ZKHARNESS_AS` to itself; an installed binary is `zkharness`; a user's own binary
+/// (`custom_main!`) is the path it was started by.
 pub fn invocation() -> String {
-    std::env::var("ZKHARNESS_AS").unwrap_or_else(|_| "zkharness".to_owned())
+    std::env::var("ZKHARNESS_AS").unwrap_or_else(|_| {
+        let started_as = std::env::args().next().unwrap_or_default();
+        let name = Path::new(&started_as).file_name();
+        match name.and_then(|name| name.to_str()) {
+            Some("zkharness") | None => "zkharness".to_owned(),
+            Some(_) => started_as,
+        }
+    })
 }
 
 #[cfg_attr(not(madsim), allow(dead_code))]

@@ -13,7 +13,9 @@ use super::run::load_or_report;
 use super::ReplayArgs;
 use crate::cli::say;
 
-/// Reads a run report and the scenario it names, which must not have changed since.
+/// Reads a run report and the scenario it names, which must not have changed since, and whose
+/// recipe must be the one the report's run had (a recipe of the user's own: registered by the
+/// same crate and version).
 pub(super) fn load_report(path: &Path) -> Result<(RunReport, PathBuf, Loaded), ExitCode> {
     let bad = |message: String| {
         eprintln!("zkharness: {message}");
@@ -37,7 +39,15 @@ pub(super) fn load_report(path: &Path) -> Result<(RunReport, PathBuf, Loaded), E
         )));
     }
     let scenario_path = PathBuf::from(&report.scenario.path);
-    let loaded = load_or_report(&scenario_path)?;
+    let mut loaded = load_or_report(&scenario_path)?;
+    // A run given another variant than the file's (`run --variant`) is replayed with it.
+    if let Some(variant) = report.options["variant"].as_str() {
+        if variant != loaded.resolved.variant {
+            loaded = loaded
+                .with_variant(variant)
+                .map_err(|message| bad(format!("{}: {message}", scenario_path.display())))?;
+        }
+    }
     let hash = format!("{:016x}", fnv1a(loaded.text.as_bytes()));
     if hash != report.scenario.text_hash {
         eprintln!(
@@ -45,6 +55,21 @@ pub(super) fn load_report(path: &Path) -> Result<(RunReport, PathBuf, Loaded), E
              was {}, is {hash}): the report no longer says what this file does",
             scenario_path.display(),
             report.scenario.text_hash
+        );
+        return Err(ExitCode::from(exit::UNEXPECTED));
+    }
+    let here = loaded.resolved.recipe.package();
+    if here != report.recipe_package {
+        let named = |package: &Option<String>| match package {
+            Some(package) => format!("registered by {package}"),
+            None => "built in".to_owned(),
+        };
+        eprintln!(
+            "zkharness: the report's recipe \"{}\" was {}, and this binary's is {}: it would not \
+             run the recipe the report is about (replay with the binary that wrote it)",
+            loaded.resolved.recipe.as_str(),
+            named(&report.recipe_package),
+            named(&here)
         );
         return Err(ExitCode::from(exit::UNEXPECTED));
     }

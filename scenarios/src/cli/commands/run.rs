@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::report::{commit, exit, fnv1a, FindingRecord, RunReport, ScenarioRef, RUN_FORMAT};
 use crate::runner::{self, RunResult};
-use crate::scenario::{self, Loaded, Resolved};
+use crate::scenario::{self, Loaded, Resolved, ScenarioRecipe};
 use zkh_reports::timeline;
 
 use super::{repro, RunArgs};
@@ -25,16 +25,26 @@ pub(super) fn describe(scenario: &Resolved) -> String {
     let plan = &scenario.faults;
     format!(
         "{} {}, {} servers, {} clients, session {} ms, {}; faults: {} scripted, {} triggered, {}; \
-         phases: faults {} ms, liveness {} ms, leader within {} ms",
+         phases: faults {} ms, liveness {} ms{}",
         scenario.recipe.as_str(),
         scenario.variant,
         scenario.servers,
         scenario.clients,
         scenario.session_timeout_ms,
-        if scenario.fenced {
-            "fenced"
-        } else {
-            "unfenced"
+        match scenario.recipe.package() {
+            // A recipe of the user's own: its crate, and its knobs as the file gives them.
+            Some(package) => format!(
+                "registered by {package}, config {}",
+                scenario.config.as_ref().map_or_else(
+                    || "default".to_owned(),
+                    |table| toml::to_string(table)
+                        .unwrap_or_default()
+                        .trim()
+                        .replace('\n', ", ")
+                )
+            ),
+            None if scenario.fenced => "fenced".to_owned(),
+            None => "unfenced".to_owned(),
         },
         plan.scripted.len(),
         plan.triggered.len(),
@@ -45,7 +55,11 @@ pub(super) fn describe(scenario: &Resolved) -> String {
         },
         scenario.fault_ms,
         scenario.liveness_ms,
-        scenario.leader_within_ms,
+        match scenario.recipe {
+            ScenarioRecipe::BuiltIn(_) =>
+                format!(", leader within {} ms", scenario.leader_within_ms),
+            ScenarioRecipe::Own(_) => String::new(),
+        },
     )
 }
 
@@ -78,6 +92,7 @@ pub(super) fn report(path: &Path, loaded: &Loaded, result: &RunResult) -> RunRep
         },
         seed: result.seed,
         commit: commit().to_owned(),
+        recipe_package: loaded.resolved.recipe.package(),
         options: serde_json::to_value(&loaded.resolved).expect("options serialise"),
         outcome: result.outcome.clone(),
         expected: result.as_expected(&loaded.resolved),
@@ -86,7 +101,10 @@ pub(super) fn report(path: &Path, loaded: &Loaded, result: &RunResult) -> RunRep
         faults_not_fired: result.faults_not_fired.clone(),
         trace: format!("{:016x}", result.trace),
         simulated_ms: result.simulated_ms,
-        repro: repro(path, result.seed),
+        repro: match &loaded.variant_given {
+            Some(variant) => format!("{} --variant {variant}", repro(path, result.seed)),
+            None => repro(path, result.seed),
+        },
         herd: result.herd.clone(),
         history: result.history.clone(),
     }
@@ -108,10 +126,19 @@ pub(super) fn write_report(dir: &Path, report: &RunReport) -> Result<PathBuf, St
 }
 
 pub(super) fn run(args: RunArgs) -> ExitCode {
-    let loaded = match load_or_report(&args.scenario) {
+    let mut loaded = match load_or_report(&args.scenario) {
         Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    if let Some(variant) = &args.variant {
+        loaded = match loaded.with_variant(variant) {
+            Ok(loaded) => loaded,
+            Err(message) => {
+                eprintln!("zkharness: {}: {message}", args.scenario.display());
+                return ExitCode::from(exit::BAD_INPUT);
+            }
+        };
+    }
     let scenario = &loaded.resolved;
     say!("seed: {}", args.seed);
     say!("scenario: {} ({})", scenario.name, args.scenario.display());

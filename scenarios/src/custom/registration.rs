@@ -1,0 +1,101 @@
+//! A [`SimRecipe`] registered in the scenario registry (`scenario::own`): the typed side of a
+//! recipe of the user's own that `zkharness`'s commands run beside the built-ins.
+//!
+//! [`register`] checks the recipe ([`registration_problem`](super::registration_problem)) and
+//! adds it under its name with the crate and version that registered it. A scenario naming it is
+//! then read as any other: its `[workload.config]` table is deserialized into the recipe's
+//! `Config` (a mistake is reported at `workload.config.<knob>`, with its line and column) and
+//! checked by [`SimRecipe::check_config`]; the runner runs it through the generic host.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::scenario::{register as add, OwnWorkload, Problem, PropertyInfo, Registration};
+
+use super::SimRecipe;
+
+/// Registers recipe `R` of crate `package` at `version`, so that every command that reads a
+/// scenario file finds it by `R::NAME`. Refused (with the reason) when its name is a built-in's
+/// or not one a scenario can write, when it has no variant or repeats one, or when another crate
+/// or version registered that name.
+pub fn register<R: SimRecipe>(package: &str, version: &str) -> Result<(), String> {
+    if let Some(problem) = super::registration_problem::<R>() {
+        return Err(problem);
+    }
+    add(Arc::new(Entry::<R> {
+        package: format!("{package} {version}"),
+        recipe: PhantomData,
+    }))
+}
+
+struct Entry<R> {
+    package: String,
+    recipe: PhantomData<fn() -> R>,
+}
+
+impl<R: SimRecipe> Registration for Entry<R> {
+    fn name(&self) -> &'static str {
+        R::NAME
+    }
+
+    fn variants(&self) -> &'static [&'static str] {
+        R::VARIANTS
+    }
+
+    fn package(&self) -> &str {
+        &self.package
+    }
+
+    fn workload(
+        &self,
+        variant: &'static str,
+        config: Option<&toml::Table>,
+    ) -> Result<Arc<dyn OwnWorkload>, Problem> {
+        let config: R::Config = match config {
+            None => R::Config::default(),
+            Some(table) => {
+                let value = toml::Value::Table(table.clone());
+                serde_path_to_error::deserialize(value).map_err(|error| {
+                    let inner = error.path().to_string();
+                    let path = match inner.as_str() {
+                        "" | "." | "?" => "workload.config".to_owned(),
+                        knob => format!("workload.config.{knob}"),
+                    };
+                    let message = crate::scenario::explain(Some(&path), &error.inner().to_string());
+                    (path, message)
+                })?
+            }
+        };
+        R::check_config(&config).map_err(|refused| {
+            (
+                format!("workload.config.{}", refused.field),
+                refused.message,
+            )
+        })?;
+        Ok(Arc::new(Typed::<R> { variant, config }))
+    }
+}
+
+/// A registered recipe's variant with its configuration.
+pub(crate) struct Typed<R: SimRecipe> {
+    #[cfg_attr(not(madsim), allow(dead_code))]
+    pub(crate) variant: &'static str,
+    pub(crate) config: R::Config,
+}
+
+impl<R: SimRecipe> OwnWorkload for Typed<R> {
+    fn properties(&self) -> Vec<PropertyInfo> {
+        (R::properties(&self.config).iter())
+            .map(|property| PropertyInfo {
+                name: property.name,
+                class: property.class,
+                explanation: property.explanation,
+            })
+            .collect()
+    }
+
+    #[cfg(madsim)]
+    fn run(&self, scenario: &crate::scenario::Resolved, seed: u64) -> crate::runner::RunResult {
+        super::host::run_resolved::<R>(scenario, self.variant, &self.config, seed)
+    }
+}
