@@ -21,8 +21,14 @@ use zkh_sim::server::ServerDefects;
 use zkh_sim::sharded::{sharded_job, ShardedConfig};
 use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
 
-use crate::report::{FindingRecord, Herd, Outcome};
-use crate::scenario::{Resolved, ScenarioRecipe, SimRecipe};
+use std::path::{Path, PathBuf};
+
+use zkh_reports::timeline;
+
+use crate::report::{
+    commit, fnv1a, FindingRecord, Herd, Outcome, RunReport, ScenarioRef, RUN_FORMAT,
+};
+use crate::scenario::{Loaded, Resolved, ScenarioRecipe, SimRecipe};
 
 /// The simulated time a run may take before the harness calls it a crash.
 pub const TIME_LIMIT_S: u64 = 600;
@@ -241,4 +247,46 @@ async fn workload(scenario: Resolved, recipe: SimRecipe, seed: u64) -> WorkloadO
             sharded_job(seed, variant, sharded, plan.clone()).await
         }
     }
+}
+
+/// The report of `result`, a run of the scenario `loaded` read from `path`; `repro` is the
+/// command that reproduces it.
+pub fn report(path: &Path, loaded: &Loaded, result: &RunResult, repro: String) -> RunReport {
+    RunReport {
+        format: RUN_FORMAT.to_owned(),
+        scenario: ScenarioRef {
+            path: path.display().to_string(),
+            name: loaded.resolved.name.clone(),
+            text_hash: format!("{:016x}", fnv1a(loaded.text.as_bytes())),
+        },
+        seed: result.seed,
+        commit: commit().to_owned(),
+        recipe_package: loaded.resolved.recipe.package(),
+        options: serde_json::to_value(&loaded.resolved).expect("options serialise"),
+        outcome: result.outcome.clone(),
+        expected: result.as_expected(&loaded.resolved),
+        findings: result.findings.clone(),
+        guarantees: result.guarantees.clone(),
+        faults_not_fired: result.faults_not_fired.clone(),
+        trace: format!("{:016x}", result.trace),
+        simulated_ms: result.simulated_ms,
+        repro,
+        herd: result.herd.clone(),
+        history: result.history.clone(),
+    }
+}
+
+/// Writes `report` into `dir` as `<scenario>-seed<N>.json`, and its timeline beside it as
+/// `<scenario>-seed<N>.html`; returns the JSON's path.
+pub fn write_report(dir: &Path, report: &RunReport) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
+    let file = dir.join(format!("{}-seed{}.json", report.scenario.name, report.seed));
+    let text = serde_json::to_string_pretty(report).expect("a report serialises");
+    std::fs::write(&file, text + "\n")
+        .map_err(|error| format!("cannot write {}: {error}", file.display()))?;
+    let html = file.with_extension("html");
+    std::fs::write(&html, timeline::html(&timeline::Page::of_run(report)))
+        .map_err(|error| format!("cannot write {}: {error}", html.display()))?;
+    Ok(file)
 }

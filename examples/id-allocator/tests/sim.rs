@@ -60,6 +60,15 @@ fn a_failing_seed_writes_its_report_and_says_how_to_rerun_it() {
         .expect("the report's path");
     let text = std::fs::read_to_string(report.trim()).expect("the report was written");
     assert!(text.contains("\"property\": \"ids unique\""), "{text}");
+    // A run report like any other: the allocator's own binary replays it, event for event.
+    let replayed = std::process::Command::new(env!("CARGO_BIN_EXE_id-allocator"))
+        .args(["replay", report.trim()])
+        .output()
+        .expect("the binary runs");
+    let said = String::from_utf8_lossy(&replayed.stdout).into_owned()
+        + &String::from_utf8_lossy(&replayed.stderr);
+    assert_eq!(replayed.status.code(), Some(0), "{said}");
+    assert!(said.contains("identical: "), "{said}");
 }
 
 /// A scenario file's mistakes name the file, line, column and field.
@@ -80,8 +89,8 @@ fn a_bad_scenario_file_names_the_file_line_column_and_field() {
         .expect("an error");
     assert_eq!(
         error.to_string(),
-        "bad.toml:3:11: workload.variant: id-allocator has no variant \"optimistic\" (known: \
-         correct, unversioned, loss-as-success)"
+        "bad.toml:3:11: workload.variant: unknown variant \"optimistic\" (known: correct, \
+         unversioned, loss-as-success)"
     );
     let text = "[workload]\nrecipe = \"id-allocator\"\n\n[workload.config]\npause_ms = 0\n";
     let error = CustomScenario::<IdAllocator>::parse("bad.toml", "bad", text)

@@ -14,30 +14,10 @@ use zkh_sim::seed::{sub_rng, Subsystem};
 use zkh_sim::server::ServerDefects;
 use zkh_sim::workload::ensemble;
 
-use super::{ClientCtx, CustomScenario, SimRecipe};
+use super::{ClientCtx, SimRecipe};
 use crate::report::{FindingRecord, Outcome};
 use crate::runner::{verdict, RunResult, TIME_LIMIT_S};
 use crate::scenario::Resolved;
-
-/// What one seed of a user recipe's scenario gave.
-#[derive(Clone, Debug)]
-pub struct CustomRun {
-    /// Planned faults that never fired.
-    pub faults_not_fired: Vec<String>,
-    /// The seed.
-    pub seed: u64,
-    /// How it ended: the first broken guarantee, else the first violated `always` property,
-    /// else the first `eventually` one, else planned faults that never fired, else a pass.
-    pub outcome: Outcome,
-    /// The recipe's properties (and a `sometimes` check that a reply was lost).
-    pub findings: Vec<Finding>,
-    /// ZooKeeper's guarantees.
-    pub guarantees: Vec<Finding>,
-    /// The history (empty after a crash).
-    pub history: History,
-    /// The history's stable hash.
-    pub trace: u64,
-}
 
 /// What a run hands back from its simulated world.
 struct Ran {
@@ -52,7 +32,7 @@ async fn host<R: SimRecipe>(
     seed: u64,
     variant: &'static str,
     config: R::Config,
-    shape: Shape,
+    shape: Resolved,
 ) -> Ran {
     let cluster_config = zkh_sim::cluster::ClusterConfig {
         container_check_interval_ms: shape.container_check_interval_ms,
@@ -91,54 +71,6 @@ async fn host<R: SimRecipe>(
     }
 }
 
-/// The parts of a scenario the simulated world needs (owned, sent to the seed's thread).
-#[derive(Clone)]
-struct Shape {
-    servers: u32,
-    clients: u32,
-    session_timeout_ms: u64,
-    fault_ms: u64,
-    liveness_ms: u64,
-    faults: zkh_sim::fault::FaultPlan,
-    local_expiry: zkh_sim::local_expiry::LocalExpiry,
-    container_check_interval_ms: u64,
-}
-
-/// Runs `scenario` for `seed` with `variant` (a crash of the harness is an outcome, not a
-/// panic).
-pub fn run_one<R: SimRecipe>(
-    scenario: &CustomScenario<R>,
-    variant: &'static str,
-    seed: u64,
-) -> CustomRun {
-    let shape = Shape {
-        servers: scenario.servers,
-        clients: scenario.clients,
-        session_timeout_ms: scenario.session_timeout_ms,
-        fault_ms: scenario.fault_ms,
-        liveness_ms: scenario.liveness_ms,
-        faults: scenario.faults.clone(),
-        local_expiry: zkh_sim::local_expiry::LocalExpiry::Never,
-        container_check_interval_ms: zkh_sim::fault::CONTAINER_CHECK_INTERVAL_MS,
-    };
-    let config = scenario.config.clone();
-    let ran = try_run_seed(seed, TIME_LIMIT_S, move |seed| {
-        host::<R>(seed, variant, config, shape)
-    });
-    match ran {
-        Ok(ran) => judge(seed, ran, |_| true),
-        Err(message) => CustomRun {
-            seed,
-            outcome: Outcome::Crash { message },
-            findings: Vec::new(),
-            guarantees: Vec::new(),
-            faults_not_fired: Vec::new(),
-            history: History::new(),
-            trace: 0,
-        },
-    }
-}
-
 /// Runs `scenario`, a scenario of recipe `R` read by `zkharness`'s own reader (a registered
 /// recipe), for `seed` with `variant` and `config`: the run's result as the built-in runner gives
 /// it, judging the properties the scenario names (by default every `always` and `eventually`
@@ -149,25 +81,22 @@ pub(crate) fn run_resolved<R: SimRecipe>(
     config: &R::Config,
     seed: u64,
 ) -> RunResult {
-    let shape = Shape {
-        servers: scenario.servers,
-        clients: scenario.clients,
-        session_timeout_ms: scenario.session_timeout_ms,
-        fault_ms: scenario.fault_ms,
-        liveness_ms: scenario.liveness_ms,
-        faults: scenario.faults.clone(),
-        local_expiry: scenario.local_expiry,
-        container_check_interval_ms: scenario.container_check_interval_ms,
-    };
+    let shape = scenario.clone();
     let owned = config.clone();
     let ran = try_run_seed(seed, TIME_LIMIT_S, move |seed| {
         host::<R>(seed, variant, owned, shape)
     });
     let judged = |f: &Finding| scenario.properties.iter().any(|p| p == f.property);
-    let run = match ran {
-        Ok(ran) => judge(seed, ran, judged),
+    let ran = match ran {
+        Ok(ran) => ran,
         Err(message) => return RunResult::crashed(seed, message),
     };
+    let outcome = verdict(
+        &ran.guarantees,
+        &ran.findings,
+        judged,
+        &ran.faults_not_fired,
+    );
     let properties = R::properties(config);
     let explained = |finding: &Finding| {
         let mut record = FindingRecord::from(finding);
@@ -176,39 +105,20 @@ pub(crate) fn run_resolved<R: SimRecipe>(
         }
         record
     };
-    let findings = (run.findings.iter())
+    let findings = (ran.findings.iter())
         .filter(|f| f.class == Class::Sometimes || judged(f))
         .map(explained)
         .collect();
     RunResult {
         seed,
-        outcome: run.outcome,
-        findings,
-        guarantees: run.guarantees.iter().map(FindingRecord::from).collect(),
-        faults_not_fired: run.faults_not_fired,
-        simulated_ms: run.history.entries().last().map_or(0, |e| e.at_us / 1000),
-        trace: run.trace,
-        history: run.history,
-        herd: None,
-    }
-}
-
-/// The outcome of a run, as the built-in runner gives it, the properties `judged` keeps judged.
-fn judge(seed: u64, ran: Ran, judged: impl Fn(&Finding) -> bool) -> CustomRun {
-    let outcome = verdict(
-        &ran.guarantees,
-        &ran.findings,
-        judged,
-        &ran.faults_not_fired,
-    );
-    CustomRun {
-        seed,
         outcome,
-        trace: ran.history.stable_hash(),
+        findings,
+        guarantees: ran.guarantees.iter().map(FindingRecord::from).collect(),
         faults_not_fired: ran.faults_not_fired,
-        findings: ran.findings,
-        guarantees: ran.guarantees,
+        simulated_ms: ran.history.entries().last().map_or(0, |e| e.at_us / 1000),
+        trace: ran.history.stable_hash(),
         history: ran.history,
+        herd: None,
     }
 }
 

@@ -17,21 +17,22 @@
 //!   `ZKH_SEED=N` runs seed N alone;
 //! - the first seed of each scenario runs twice, and the two trace hashes must agree (a recipe
 //!   that reads the wall clock or iterates a `HashMap` fails here, not weeks later);
-//! - each failing seed writes its outcome, findings, guarantees and history as JSON under
-//!   `target/zkh/<recipe>/<scenario>-seed-<N>.json`, and the panic message gives the command
-//!   that reruns that seed alone;
+//! - each failing seed writes its run report (outcome, findings, guarantees, history) under
+//!   `target/zkh/<recipe>/<scenario>-seed<N>.json`, its timeline beside it, and the panic
+//!   message gives the command that reruns that seed alone;
 //! - [`SimRuns::assert_pass`] also fails a pass whose `sometimes` properties never happened on
 //!   any seed of a scenario (an empty pass).
 
 use std::marker::PhantomData;
 use std::ops::Range;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
-use zkh_model::properties::{Class, Finding};
-
-use super::host::{outcome_text, run_one, CustomRun};
+use super::host::outcome_text;
 use super::{CustomScenario, SimRecipe};
-use crate::report::{FindingRecord, Outcome};
+use crate::report::Outcome;
+use crate::runner::{self, RunResult};
+use crate::scenario::Loaded;
 
 /// A test of recipe `R`'s variant over scenarios and seeds (see the module docs).
 pub struct SimTest<R: SimRecipe> {
@@ -97,17 +98,26 @@ impl<R: SimRecipe> SimTest<R> {
         for path in &self.scenarios {
             let scenario =
                 CustomScenario::<R>::load(path).unwrap_or_else(|error| panic!("{error}"));
+            if let Some(named) = scenario.variant.filter(|named| *named != self.variant) {
+                panic!(
+                    "{}: the file names variant \"{named}\", and this test runs \"{}\"",
+                    scenario.file, self.variant
+                );
+            }
+            let loaded = (scenario.loaded.with_variant(self.variant))
+                .unwrap_or_else(|error| panic!("{}: {error}", scenario.file));
+            let pinned = scenario.seeds();
             let seeds: Vec<u64> = match only {
                 Some(seed) => vec![seed],
-                None => (scenario.seeds.iter().copied())
-                    .chain(self.seeds.clone().filter(|s| !scenario.seeds.contains(s)))
+                None => (pinned.iter().copied())
+                    .chain(self.seeds.clone().filter(|s| !pinned.contains(s)))
                     .collect(),
             };
             let mut runs = Vec::new();
             for (place, seed) in seeds.into_iter().enumerate() {
-                let run = run_one(&scenario, self.variant, seed);
+                let run = runner::run(&loaded.resolved, seed);
                 if place == 0 {
-                    let again = run_one(&scenario, self.variant, seed);
+                    let again = runner::run(&loaded.resolved, seed);
                     assert_eq!(
                         run.trace, again.trace,
                         "{} seed {seed} does not replay exactly (trace {:016x}, then {:016x}): \
@@ -118,8 +128,9 @@ impl<R: SimRecipe> SimTest<R> {
                 runs.push(run);
             }
             scenarios.push(Ran {
-                name: scenario.name.clone(),
                 file: scenario.file.clone(),
+                path: path.clone(),
+                loaded: AssertUnwindSafe(loaded),
                 runs,
             });
         }
@@ -132,15 +143,18 @@ impl<R: SimRecipe> SimTest<R> {
 }
 
 /// One scenario's runs.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Ran {
-    name: String,
     file: String,
-    runs: Vec<CustomRun>,
+    path: PathBuf,
+    /// Read only once the runs are done, so a panic of an assertion leaves nothing half-made
+    /// (and a user's `catch_unwind(|| runs.assert_pass())` compiles).
+    loaded: AssertUnwindSafe<Loaded>,
+    runs: Vec<RunResult>,
 }
 
 /// What a [`SimTest`] found: every seed of every scenario.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct SimRuns {
     recipe: &'static str,
     variant: &'static str,
@@ -149,8 +163,11 @@ pub struct SimRuns {
 
 impl SimRuns {
     /// Every run, with its scenario's name.
-    pub fn runs(&self) -> impl Iterator<Item = (&str, &CustomRun)> {
-        (self.scenarios.iter()).flat_map(|s| s.runs.iter().map(move |run| (s.name.as_str(), run)))
+    pub fn runs(&self) -> impl Iterator<Item = (&str, &RunResult)> {
+        (self.scenarios.iter()).flat_map(|s| {
+            let name = s.loaded.resolved.name.as_str();
+            s.runs.iter().map(move |run| (name, run))
+        })
     }
 
     /// Requires every seed to pass, and every `sometimes` property of the recipe to have
@@ -224,38 +241,22 @@ impl SimRuns {
     }
 
     /// Writes `run`'s report under `target/zkh/<recipe>/` and returns its path.
-    fn write(&self, scenario: &Ran, run: &CustomRun) -> PathBuf {
+    /// Writes `run`'s report and timeline under `target/zkh/<recipe>/`, as `zkharness run
+    /// --out` does (so that the user's own binary replays, shrinks and renders it).
+    fn write(&self, scenario: &Ran, run: &RunResult) -> PathBuf {
         let dir = target_dir().join("zkh").join(self.recipe);
-        let path = dir.join(format!("{}-seed-{}.json", scenario.name, run.seed));
-        let records = |findings: &[Finding]| -> Vec<FindingRecord> {
-            findings.iter().map(FindingRecord::from).collect()
-        };
-        let report = serde_json::json!({
-            "recipe": self.recipe,
-            "variant": self.variant,
-            "scenario": scenario.file,
-            "seed": run.seed,
-            "outcome": run.outcome,
-            "trace": format!("{:016x}", run.trace),
-            "findings": records(&run.findings),
-            "guarantees": records(&run.guarantees),
-            "history": run.history,
-            "rerun": rerun(run.seed),
-        });
-        let text = serde_json::to_string_pretty(&report).expect("a report serializes");
-        match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, text)) {
-            Ok(()) => path,
-            Err(error) => PathBuf::from(format!("(not written: {error})")),
-        }
+        let report = runner::report(&scenario.path, &scenario.loaded, run, rerun(run.seed));
+        runner::write_report(&dir, &report)
+            .unwrap_or_else(|error| PathBuf::from(format!("(not written: {error})")))
     }
 }
 
 /// The names of the `sometimes` properties the runs judged.
-fn sometimes_names(runs: &[CustomRun]) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = (runs.iter())
+fn sometimes_names(runs: &[RunResult]) -> Vec<&str> {
+    let mut names: Vec<&str> = (runs.iter())
         .flat_map(|run| run.findings.iter())
-        .filter(|f| f.class == Class::Sometimes && f.property != "a reply was lost")
-        .map(|f| f.property)
+        .filter(|f| f.class == "sometimes" && f.property != "a reply was lost")
+        .map(|f| f.property.as_str())
         .collect();
     names.sort_unstable();
     names.dedup();

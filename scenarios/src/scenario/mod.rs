@@ -63,9 +63,9 @@ pub(crate) use parse::explain;
 #[cfg(madsim)]
 pub(crate) use parse::{deserialize_checked, read};
 pub use parse::{load, parse, Loaded, ScenarioError};
-pub use resolve::Problem;
 #[cfg(madsim)]
-pub(crate) use resolve::{check, check_ensemble, check_faults, check_phases};
+pub(crate) use resolve::check;
+pub use resolve::Problem;
 pub use resolve::{judged_properties, Resolved, SimRecipe};
 
 /// A scenario file as written.

@@ -1,13 +1,12 @@
 //! `zkharness run SCENARIO --seed N [--out DIR]`: one seed of a scenario, its findings, and a
 //! last line a script can read: `result: <outcome> seed=N trace=<hex>`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
-use crate::report::{commit, exit, fnv1a, FindingRecord, RunReport, ScenarioRef, RUN_FORMAT};
+use crate::report::{exit, FindingRecord, RunReport};
 use crate::runner::{self, RunResult};
 use crate::scenario::{self, Loaded, Resolved, ScenarioRecipe};
-use zkh_reports::timeline;
 
 use super::{repro, RunArgs};
 use crate::cli::say;
@@ -81,48 +80,14 @@ fn print_findings(findings: &[FindingRecord]) {
     }
 }
 
-/// The report of `result`, a run of the scenario `loaded` read from `path`.
+/// The report of `result`, a run of the scenario `loaded` read from `path`, with the command
+/// that reproduces it.
 pub(super) fn report(path: &Path, loaded: &Loaded, result: &RunResult) -> RunReport {
-    RunReport {
-        format: RUN_FORMAT.to_owned(),
-        scenario: ScenarioRef {
-            path: path.display().to_string(),
-            name: loaded.resolved.name.clone(),
-            text_hash: format!("{:016x}", fnv1a(loaded.text.as_bytes())),
-        },
-        seed: result.seed,
-        commit: commit().to_owned(),
-        recipe_package: loaded.resolved.recipe.package(),
-        options: serde_json::to_value(&loaded.resolved).expect("options serialise"),
-        outcome: result.outcome.clone(),
-        expected: result.as_expected(&loaded.resolved),
-        findings: result.findings.clone(),
-        guarantees: result.guarantees.clone(),
-        faults_not_fired: result.faults_not_fired.clone(),
-        trace: format!("{:016x}", result.trace),
-        simulated_ms: result.simulated_ms,
-        repro: match &loaded.variant_given {
-            Some(variant) => format!("{} --variant {variant}", repro(path, result.seed)),
-            None => repro(path, result.seed),
-        },
-        herd: result.herd.clone(),
-        history: result.history.clone(),
-    }
-}
-
-/// Writes `report` into `dir` as `<scenario>-seed<N>.json`, and its timeline beside it as
-/// `<scenario>-seed<N>.html`; returns the JSON's path.
-pub(super) fn write_report(dir: &Path, report: &RunReport) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
-    let file = dir.join(format!("{}-seed{}.json", report.scenario.name, report.seed));
-    let text = serde_json::to_string_pretty(report).expect("a report serialises");
-    std::fs::write(&file, text + "\n")
-        .map_err(|error| format!("cannot write {}: {error}", file.display()))?;
-    let html = file.with_extension("html");
-    std::fs::write(&html, timeline::html(&timeline::Page::of_run(report)))
-        .map_err(|error| format!("cannot write {}: {error}", html.display()))?;
-    Ok(file)
+    let repro = match &loaded.variant_given {
+        Some(variant) => format!("{} --variant {variant}", repro(path, result.seed)),
+        None => repro(path, result.seed),
+    };
+    runner::report(path, loaded, result, repro)
 }
 
 pub(super) fn run(args: RunArgs) -> ExitCode {
@@ -157,7 +122,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         say!("the harness crashed: {message}");
     }
     if let Some(dir) = &args.out {
-        match write_report(dir, &report(&args.scenario, &loaded, &result)) {
+        match runner::write_report(dir, &report(&args.scenario, &loaded, &result)) {
             Ok(file) => {
                 say!("report: {}", file.display());
                 say!("timeline: {}", file.with_extension("html").display());

@@ -21,9 +21,10 @@ use crate::runner::{self, RunResult};
 use crate::scenario::{self, Loaded};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::run::{report, write_report};
+use super::run::report;
 use super::{invocation, repro, SweepArgs};
 use crate::cli::say;
+use crate::runner::write_report;
 
 /// The scenario files named by `paths`: files as given, folders' `*.toml` files in name order.
 pub(super) fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
