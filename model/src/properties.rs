@@ -967,14 +967,20 @@ pub mod sometimes {
 
     /// A reply was lost after the server applied the request.
     pub fn reply_lost(history: &impl Entries) -> Finding {
-        let happened = history.each().any(|e| {
-            matches!(&e.event, HistoryEvent::Fault { description } if description.contains("reply to"))
-        });
+        let lost = (history.each())
+            .filter(|e| {
+                matches!(&e.event, HistoryEvent::Fault { description } if description.contains("reply to"))
+            })
+            .count();
         Finding {
             property: "a reply was lost",
             class: Class::Sometimes,
-            holds: happened,
-            detail: String::new(),
+            holds: lost > 0,
+            detail: match lost {
+                0 => "no reply was lost".to_owned(),
+                1 => "1 reply was lost".to_owned(),
+                n => format!("{n} replies were lost"),
+            },
             evidence: Vec::new(),
             at_us: None,
         }

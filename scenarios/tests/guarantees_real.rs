@@ -13,8 +13,20 @@ use zkh_model::history::{History, HistoryEvent, OpOutcome};
 use zkh_model::request::Reply;
 use zkh_recipes::{Request, Response};
 
+/// One real ensemble at a time: two (six JVMs) on a 2-core machine starve each other, and a
+/// session may expire through a leader change that one ensemble alone rides out (seen once: every
+/// session expired 5.6 s after the kill, and no write resumed).
+static ONE_ENSEMBLE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_ensemble_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_ENSEMBLE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[test]
 fn a_real_ensemble_keeps_the_guarantees_a_client_can_judge_through_a_leader_crash() {
+    let _alone = one_ensemble_at_a_time();
     let json =
         std::env::temp_dir().join(format!("zkh-guarantees-real-{}.json", std::process::id()));
     let json_arg = json.to_str().expect("a UTF-8 path");
@@ -93,6 +105,7 @@ fn a_real_ensemble_keeps_the_guarantees_a_client_can_judge_through_a_leader_cras
 /// judge hold, and the servers are gone.
 #[test]
 fn a_client_process_stopped_past_its_session_wakes_to_an_expired_session() {
+    let _alone = one_ensemble_at_a_time();
     let json = std::env::temp_dir().join(format!("zkh-paused-{}.json", std::process::id()));
     let json_arg = json.to_str().expect("a UTF-8 path");
     let args = [

@@ -60,6 +60,7 @@ impl<'a> Page<'a> {
             title: format!("{} seed {}", report.scenario.name, report.seed),
             facts: vec![
                 ("scenario".to_owned(), report.scenario.path.clone()),
+                ("recipe".to_owned(), recipe_of(report)),
                 ("seed".to_owned(), report.seed.to_string()),
                 ("outcome".to_owned(), report.outcome.headline()),
                 (
@@ -80,6 +81,17 @@ impl<'a> Page<'a> {
             unit: TimeUnit::Micros,
             herd: report.herd.as_ref(),
         }
+    }
+}
+
+/// The report's recipe and variant, and for a recipe of the user's own the crate and version
+/// that registered it: `id-allocator loss-as-success (zkh-example-id-allocator 0.1.0)`.
+fn recipe_of(report: &RunReport) -> String {
+    let option = |key: &str| report.options[key].as_str().unwrap_or("?").to_owned();
+    let recipe = format!("{} {}", option("recipe"), option("variant"));
+    match &report.recipe_package {
+        Some(package) => format!("{recipe} ({package})"),
+        None => recipe,
     }
 }
 
