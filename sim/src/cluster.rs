@@ -777,3 +777,13 @@ impl Drop for Cluster {
         }
     }
 }
+
+/// Runs `future` beside the calling task, on the caller's node: a client process's second task
+/// (a recipe's driver beside its application), stopped with the node when its process crashes.
+pub fn spawn_beside<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    madsim::task::spawn(future)
+}

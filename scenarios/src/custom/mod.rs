@@ -30,16 +30,21 @@
 //! scenario (`run`, `sweep`, `replay`, `shrink`) finds them by name, and every report names the
 //! crate and version that registered the recipe.
 //!
+//! # One recipe, both engines
+//!
+//! A recipe written as a sans-IO machine with its application, the model checker's `Workload`,
+//! is checked by the model checker ([`model`](fn@model)) and, as [`Machined<W>`] (a
+//! [`MachineRecipe`]), runs on the simulated ensemble like any `SimRecipe`.
+//!
 //! # Not yet
 //!
-//! The model checker does not run an async recipe: it needs a sans-IO machine, as the five
-//! built-ins have, behind the model's `Workload` trait; such a workload is checked from
-//! `cargo test` with [`model`](fn@model), and `check` and `explore` know the built-ins only.
-//! The guide is `docs/your-recipe.md`.
+//! An async recipe does not run in the model checker (it has no machine to explore), and
+//! `check` and `explore` know the built-ins only. The guide is `docs/your-recipe.md`.
 
 mod ctx;
 #[cfg(madsim)]
 mod host;
+mod machined;
 pub mod model;
 mod property;
 mod registration;
@@ -54,6 +59,7 @@ use std::pin::Pin;
 use serde::de::DeserializeOwned;
 
 pub use ctx::{Client, ClientCtx};
+pub use machined::{MachineRecipe, Machined, NoKnobs};
 pub use model::{model, ModelCheck, ModelVerdict};
 pub use property::{Property, Violation};
 pub use registration::register;
