@@ -49,6 +49,9 @@ fn sim_dir(recipe: &Recipe) -> &'static str {
         RecipeKind::Latch(_) => paths::LATCH_DIR,
         RecipeKind::Election(_) | RecipeKind::Job(_) => paths::JOB_DIR,
         RecipeKind::Master(_) => paths::APP_DIR,
+        RecipeKind::Machine(name) => {
+            unreachable!("{name}: `check --export` refuses a machine recipe")
+        }
     }
 }
 
@@ -149,6 +152,9 @@ fn export_from<W: Workload>(
         RecipeKind::Election(_) => RecipeName::Election,
         RecipeKind::Master(_) => RecipeName::Master,
         RecipeKind::Job(_) => RecipeName::Job,
+        RecipeKind::Machine(name) => {
+            unreachable!("{name}: `check --export` refuses a machine recipe")
+        }
     };
     let is_leader = matches!(
         recipe.kind,

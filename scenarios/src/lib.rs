@@ -52,6 +52,9 @@ pub enum RecipeKind {
     /// Elastic-Job's sharded job: sharding, claims and failover (its variant, items and
     /// cycles).
     Job(JobWorkload),
+    /// A machine recipe a binary registered (`custom::Machined`), by name: checked through its
+    /// registration (`cli::machines`), not through [`any_model!`].
+    Machine(&'static str),
 }
 
 fn variant<T: for<'de> Deserialize<'de>>(
@@ -92,11 +95,25 @@ impl Recipe {
                 variant_name,
                 "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard, no-reregister, run-ahead",
             )?)),
-            other => {
-                return Err(format!(
-                    "unknown recipe {other:?} (known: lock, latch, election, master, job)"
-                ))
-            }
+            other => match crate::cli::machines::registered(other) {
+                Some(machine) => {
+                    if !machine.variants().contains(&variant_name) {
+                        return Err(format!(
+                            "{other} has no variant {variant_name:?} (known: {})",
+                            machine.variants().join(", ")
+                        ));
+                    }
+                    RecipeKind::Machine(machine.name())
+                }
+                None => {
+                    let machines = crate::cli::machines::names();
+                    return Err(format!(
+                        "unknown recipe {other:?} (known: lock, latch, election, master, job{}{})",
+                        if machines.is_empty() { "" } else { ", " },
+                        machines.join(", ")
+                    ));
+                }
+            },
         };
         Ok(Recipe {
             name: name.to_owned(),
@@ -168,6 +185,9 @@ impl Recipe {
             RecipeKind::Latch(_) => zkh_model::check::LATCH_DIR,
             RecipeKind::Election(_) | RecipeKind::Job(_) => zkh_model::check::JOB_DIR,
             RecipeKind::Master(_) => "/app",
+            RecipeKind::Machine(name) => {
+                unreachable!("{name}: a machine recipe's directory is its workload's; nothing asks")
+            }
         }
     }
 }
@@ -217,6 +237,9 @@ macro_rules! any_model {
             $crate::RecipeKind::Job(_) => {
                 let $model = (&$recipe).job_model().expect("the sharded job");
                 $body
+            }
+            $crate::RecipeKind::Machine(name) => {
+                unreachable!("{name}: a machine recipe is checked through its registration")
             }
         }
     };

@@ -1019,3 +1019,56 @@ fn a_recorded_finding_is_reported_with_a_note_that_says_so() {
     assert_eq!(code, 0, "without the claims: {stdout}");
     assert!(!stdout.contains("recorded finding"), "{stdout}");
 }
+
+/// One recipe, both engines, from the command line: `lock-model`, the lock's model workload
+/// registered as a machine recipe, is checked by `check` as the built-in lock is (the same
+/// states), its `herd` variant is caught, its standard budgets run, and what it does not offer
+/// (`--export`, an unknown variant) is refused as bad input.
+#[test]
+fn a_machine_recipe_is_checked_from_the_command_line() {
+    let faults = ["--faults", "drop-reply=1,expire=1", "--json"];
+    let (code, model, _) = zkharness(&[&["check", "lock-model"][..], &faults[..]].concat());
+    assert_eq!(code, 0, "{model}");
+    let (_, lock, _) = zkharness(&[&["check", "lock"][..], &faults[..]].concat());
+    let states = |json: &str| -> u64 {
+        let value: serde_json::Value = serde_json::from_str(json).expect("JSON");
+        value["unique_states"].as_u64().expect("a state count")
+    };
+    assert_eq!(
+        states(&model),
+        states(&lock),
+        "the same workload, the same states"
+    );
+    let (code, out, _) = zkharness(&[
+        "check",
+        "lock-model",
+        "--variant",
+        "herd",
+        "--faults",
+        "none",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("\"herd free\""), "{out}");
+    let (code, out, _) = zkharness(&["check", "lock-model"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("budgets in"), "the standard budgets: {out}");
+    let (code, _, err) = zkharness(&["check", "lock-model", "--export", "x.toml"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("--export writes a built-in recipe's scenario"),
+        "{err}"
+    );
+    let (code, _, err) = zkharness(&["check", "lock-model", "--variant", "nope"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("known: correct, herd, unprotected, unguaranteed-delete"),
+        "{err}"
+    );
+    let (code, _, err) = zkharness(&["check", "queue"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("lock-model"),
+        "the registered machine recipes are listed: {err}"
+    );
+}

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::Recipe;
+use crate::{Recipe, RecipeKind};
 use zkh_model::check::{
     check_searched, walk, Limits, RecipeModel, Verdict, WalkLimits, WalkVerdict, Workload,
 };
@@ -102,7 +102,7 @@ pub(crate) fn budgets(spec: &str) -> Result<Vec<String>, String> {
 
 /// How one budget's check ended.
 #[derive(Clone, Debug)]
-struct Row {
+pub(crate) struct Row {
     budget: String,
     /// `exhaustive`, or `walks` where the exhaustive check gave up.
     how: &'static str,
@@ -129,7 +129,7 @@ impl Row {
 }
 
 /// What every budget's check shares.
-struct Settings {
+pub(crate) struct Settings {
     states: usize,
     walks: u64,
     seed: u64,
@@ -206,7 +206,10 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
                 let Some(recipe) = recipes.get(index) else {
                     return;
                 };
-                let row = any_model!(recipe, model => one_budget(model, recipe, &settings));
+                let row = match recipe.kind {
+                    RecipeKind::Machine(name) => super::machine(name).one_budget(recipe, &settings),
+                    _ => any_model!(recipe, model => one_budget(model, recipe, &settings)),
+                };
                 eprintln!(
                     "zkharness: budget {} of {}, {}: {} ({:.1} s)",
                     index + 1,
@@ -322,7 +325,10 @@ fn counterexample(
         say!("\nthe first violated budget, {}:", row.budget);
     }
     // `run_check` takes the walks itself where `one.walks` says.
-    any_model!(recipe, model => run_check(model, recipe, &one))
+    match recipe.kind {
+        RecipeKind::Machine(name) => super::machine(name).check(recipe, &one),
+        _ => any_model!(recipe, model => run_check(model, recipe, &one)),
+    }
 }
 
 /// The `zkharness check` command that checks `budget` alone.
@@ -337,7 +343,11 @@ fn command(recipe: &Recipe, budget: &str) -> String {
     )
 }
 
-fn one_budget<W: Workload>(model: RecipeModel<W>, recipe: &Recipe, settings: &Settings) -> Row {
+pub(crate) fn one_budget<W: Workload>(
+    model: RecipeModel<W>,
+    recipe: &Recipe,
+    settings: &Settings,
+) -> Row {
     let started = Instant::now();
     let model = RecipeModel {
         partial_order: settings.partial_order,

@@ -137,7 +137,7 @@ struct ModelArgs {
 
 #[derive(Args, Clone)]
 #[command(group(clap::ArgGroup::new("seeded").args(["walks", "budgets"]).multiple(true)))]
-struct CheckArgs {
+pub(crate) struct CheckArgs {
     #[command(flatten)]
     model: ModelArgs,
     /// Print one JSON object instead of text.
@@ -339,6 +339,7 @@ mod budgets;
 mod check;
 mod check_html;
 mod commands;
+pub(crate) mod machines;
 mod walks;
 
 use check::run_check;
@@ -383,15 +384,27 @@ pub fn main() -> ExitCode {
                 .iter()
                 .any(|id| given.value_source(id) == Some(ValueSource::CommandLine));
             match (&args.budgets, one_search) {
+                _ if args.export.is_some()
+                    && machines::registered(&args.model.recipe).is_some() =>
+                {
+                    Err(format!(
+                        "--export writes a built-in recipe's scenario; {} is a machine recipe: \
+                         run its counterexample's faults in a scenario of its own",
+                        args.model.recipe
+                    ))
+                }
                 (Some(spec), _) => Ok(budgets::run_budgets(&args, spec)),
                 (None, false) => Ok(budgets::run_budgets(&args, budgets::STANDARD)),
-                (None, true) => parse(&args.model)
-                    .map(|recipe| any_model!(recipe, model => run_check(model, &recipe, &args))),
+                (None, true) => parse(&args.model).map(|recipe| match recipe.kind {
+                    RecipeKind::Machine(name) => machine(name).check(&recipe, &args),
+                    _ => any_model!(recipe, model => run_check(model, &recipe, &args)),
+                }),
             }
         }
-        Command::Explore(args) => {
-            parse(&args.model).map(|recipe| any_model!(recipe, model => explore(model, args.port)))
-        }
+        Command::Explore(args) => parse(&args.model).map(|recipe| match recipe.kind {
+            RecipeKind::Machine(name) => machine(name).explore(&recipe, args.port),
+            _ => any_model!(recipe, model => explore(model, args.port)),
+        }),
         Command::Bench(args) => Ok(commands::bench(args)),
         Command::BenchReal(args) => Ok(commands::bench_real(args)),
         Command::Differential(args) => Ok(commands::differential(args)),
@@ -407,6 +420,11 @@ pub fn main() -> ExitCode {
             ExitCode::from(BAD_INPUT)
         }
     }
+}
+
+/// The registered machine recipe `name` (a recipe resolved to it was found registered).
+fn machine(name: &str) -> std::sync::Arc<dyn machines::MachineModel> {
+    machines::registered(name).expect("a machine recipe resolved by name is registered")
 }
 
 /// Registers the recipes this crate writes once for both engines, through the same API as a

@@ -78,6 +78,10 @@ impl<W: MachineRecipe> SimRecipe for Machined<W> {
     fn properties(_: &NoKnobs) -> Vec<Property> {
         W::properties()
     }
+
+    fn machine_entry() -> Option<crate::cli::machines::MachineEntry> {
+        Some(crate::cli::machines::MachineEntry::of::<W>())
+    }
 }
 
 /// A machine recipe's configuration: none (its knobs are its variants). A scenario's

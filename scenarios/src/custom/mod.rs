@@ -38,8 +38,9 @@
 //!
 //! # Not yet
 //!
-//! An async recipe does not run in the model checker (it has no machine to explore), and
-//! `check` and `explore` know the built-ins only. The guide is `docs/your-recipe.md`.
+//! An async recipe does not run in the model checker (it has no machine to explore); a
+//! registered machine recipe is checked by `check` and `explore` by name, but not exported as a
+//! scenario. The guide is `docs/your-recipe.md`.
 
 mod ctx;
 #[cfg(madsim)]
@@ -118,6 +119,14 @@ pub trait SimRecipe: Send + Sync + 'static {
     fn check_config(config: &Self::Config) -> Result<(), ConfigError> {
         let _ = config;
         Ok(())
+    }
+
+    /// The model checker's side of a recipe written once for both engines ([`Machined`]):
+    /// what `check` and `explore` run for it. Not for implementing by hand: a plain async
+    /// recipe has none.
+    #[doc(hidden)]
+    fn machine_entry() -> Option<crate::cli::machines::MachineEntry> {
+        None
     }
 }
 

@@ -25,7 +25,11 @@ pub fn register<R: SimRecipe>(package: &str, version: &str) -> Result<(), String
     add(Arc::new(Entry::<R> {
         package: format!("{package} {version}"),
         recipe: PhantomData,
-    }))
+    }))?;
+    if let Some(machine) = R::machine_entry() {
+        crate::cli::machines::register(machine);
+    }
+    Ok(())
 }
 
 struct Entry<R> {
