@@ -34,6 +34,8 @@
 //! Not modelled: a counter that overflows, and clients that start with the node missing (the
 //! first one creates it; a `NodeExists` from the others is expected).
 
+pub mod machine;
+
 use std::collections::BTreeMap;
 
 use serde::Deserialize;

@@ -191,7 +191,7 @@ fn a_bad_file_or_variant_is_bad_input_named_by_place() {
     let (code, text) = run("[workload]\nrecipe = \"id-alocator\"\n", &[]);
     assert_eq!(code, 64, "{text}");
     assert!(
-        text.contains("unknown recipe \"id-alocator\" (built in: lock, latch, election, master, job; registered: id-allocator, lock-model)"),
+        text.contains("unknown recipe \"id-alocator\" (built in: lock, latch, election, master, job; registered: id-allocator, id-allocator-machine, lock-model)"),
         "{text}"
     );
     let (code, text) = allocator(&[
