@@ -611,42 +611,49 @@ fn a_crash_exports_as_a_scripted_client_crash() {
 
 #[test]
 fn explore_serves_the_explorer_on_localhost() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("a free port")
-        .local_addr()
-        .expect("its address")
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_zkharness"))
-        .args([
-            "explore",
-            "lock",
-            "--clients",
-            "2",
-            "--faults",
-            "none",
-            "--port",
-            &port.to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("zkharness explore starts");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut body = String::new();
-    while Instant::now() < deadline {
-        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
-            stream
-                .write_all(b"GET /.status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-                .expect("a request");
-            stream.read_to_string(&mut body).expect("a response");
-            break;
+    // A built-in recipe, and a machine recipe registered through the user-recipe API.
+    for recipe in ["lock", "lock-model"] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("a free port")
+            .local_addr()
+            .expect("its address")
+            .port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zkharness"))
+            .args([
+                "explore",
+                recipe,
+                "--clients",
+                "2",
+                "--faults",
+                "none",
+                "--port",
+                &port.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("zkharness explore starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut body = String::new();
+        while Instant::now() < deadline {
+            if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+                stream
+                    .write_all(b"GET /.status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                    .expect("a request");
+                stream.read_to_string(&mut body).expect("a response");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
-        std::thread::sleep(Duration::from_millis(100));
+        child.kill().expect("stop the explorer");
+        child.wait().expect("reap it");
+        assert!(
+            body.contains("200"),
+            "{recipe}: the explorer answers: {body}"
+        );
+        assert!(body.contains("unique_state_count"), "{recipe}: {body}");
+        assert!(body.contains("mutual exclusion"), "{recipe}: {body}");
     }
-    child.kill().expect("stop the explorer");
-    child.wait().expect("reap it");
-    assert!(body.contains("200"), "the explorer answers: {body}");
-    assert!(body.contains("unique_state_count"), "{body}");
 }
 
 #[test]

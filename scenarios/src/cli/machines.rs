@@ -94,6 +94,7 @@ pub(crate) fn register(entry: MachineEntry) {
 
 /// The machine recipe called `name`, if one was registered.
 pub(crate) fn registered(name: &str) -> Option<Arc<dyn MachineModel>> {
+    crate::scenario::ensure_crates_own();
     let machines = MACHINES
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -102,6 +103,7 @@ pub(crate) fn registered(name: &str) -> Option<Arc<dyn MachineModel>> {
 
 /// The registered machine recipes' names, in order.
 pub(crate) fn names() -> Vec<&'static str> {
+    crate::scenario::ensure_crates_own();
     let machines = MACHINES
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner());

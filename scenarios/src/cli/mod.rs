@@ -365,7 +365,6 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    register_machine_recipes();
     if let Err(message) = crate::logging::init() {
         eprintln!("zkharness: {message}");
         return ExitCode::from(BAD_INPUT);
@@ -425,17 +424,6 @@ pub fn main() -> ExitCode {
 /// The registered machine recipe `name` (a recipe resolved to it was found registered).
 fn machine(name: &str) -> std::sync::Arc<dyn machines::MachineModel> {
     machines::registered(name).expect("a machine recipe resolved by name is registered")
-}
-
-/// Registers the recipes this crate writes once for both engines, through the same API as a
-/// user's (`custom::Machined`): `lock-model`, the built-in lock's model-checker workload on the
-/// simulated ensemble.
-fn register_machine_recipes() {
-    use crate::custom::{register, Machined};
-    use zkh_model::check::LockWorkload;
-    let registered =
-        register::<Machined<LockWorkload>>(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"));
-    registered.expect("the crate's own machine recipes register");
 }
 
 /// With `ZKH_PEAK_RSS_FILE` set (by `zkharness bench`, which runs sweeps and checks as child

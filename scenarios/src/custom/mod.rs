@@ -64,6 +64,7 @@ pub use machined::{MachineRecipe, Machined, NoKnobs};
 pub use model::{model, ModelCheck, ModelVerdict};
 pub use property::{Property, Violation};
 pub use registration::register;
+pub(crate) use registration::register_crates_own;
 #[cfg(madsim)]
 pub use scenario::CustomScenario;
 #[cfg(madsim)]

@@ -22,14 +22,33 @@ pub fn register<R: SimRecipe>(package: &str, version: &str) -> Result<(), String
     if let Some(problem) = super::registration_problem::<R>() {
         return Err(problem);
     }
-    add(Arc::new(Entry::<R> {
-        package: format!("{package} {version}"),
-        recipe: PhantomData,
-    }))?;
+    add(entry::<R>(package, version))?;
     if let Some(machine) = R::machine_entry() {
         crate::cli::machines::register(machine);
     }
     Ok(())
+}
+
+/// The registration of recipe `R` of crate `package` at `version`.
+pub(crate) fn entry<R: SimRecipe>(package: &str, version: &str) -> Arc<dyn Registration> {
+    Arc::new(Entry::<R> {
+        package: format!("{package} {version}"),
+        recipe: PhantomData,
+    })
+}
+
+/// Registers the recipes this crate writes once for both engines, through the same
+/// registrations as a user's: `lock-model`, the built-in lock's model-checker workload on the
+/// simulated ensemble (`custom::Machined`). Called once, by the registry itself.
+pub(crate) fn register_crates_own() {
+    type LockModel = super::Machined<zkh_model::check::LockWorkload>;
+    crate::scenario::insert(entry::<LockModel>(
+        env!("CARGO_PKG_NAME"),
+        env!("CARGO_PKG_VERSION"),
+    ));
+    if let Some(machine) = <LockModel as SimRecipe>::machine_entry() {
+        crate::cli::machines::register(machine);
+    }
 }
 
 struct Entry<R> {

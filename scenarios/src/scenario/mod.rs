@@ -54,7 +54,7 @@ mod resolve;
 use serde::{Deserialize, Serialize};
 use zkh_sim::fault::FaultPlan;
 
-pub(crate) use own::register;
+pub(crate) use own::{ensure_crates_own, insert, register};
 pub use own::{
     registered, registered_names, OwnRecipe, OwnWorkload, PropertyInfo, Registration,
     ScenarioRecipe,

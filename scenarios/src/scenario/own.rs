@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Once, RwLock};
 
 use serde::{Serialize, Serializer};
 use zkh_model::properties::Class;
@@ -134,10 +134,28 @@ impl Serialize for ScenarioRecipe {
 static REGISTRY: RwLock<BTreeMap<&'static str, Arc<dyn Registration>>> =
     RwLock::new(BTreeMap::new());
 
+/// The recipes this crate registers through the same API as a user's (`lock-model`), added
+/// the first time the registry is read or written, in every process that reads a scenario.
+static CRATES_OWN: Once = Once::new();
+
+/// Adds this crate's own registrations, once.
+pub(crate) fn ensure_crates_own() {
+    CRATES_OWN.call_once(crate::custom::register_crates_own);
+}
+
+/// Adds `registration` as it is (this crate's own, whose names are known to be free).
+pub(crate) fn insert(registration: Arc<dyn Registration>) {
+    let mut registry = REGISTRY
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    registry.insert(registration.name(), registration);
+}
+
 /// Registers `registration` (its name checked by `custom::registration_problem`). The same
 /// name registered again by the same crate and version is kept as it was (a test may register
 /// before each run); by another crate, or version, it is refused with the reason.
 pub(crate) fn register(registration: Arc<dyn Registration>) -> Result<(), String> {
+    ensure_crates_own();
     let name = registration.name();
     let mut registry = REGISTRY
         .write()
@@ -158,6 +176,7 @@ pub(crate) fn register(registration: Arc<dyn Registration>) -> Result<(), String
 
 /// The registered recipe called `name`, if there is one.
 pub fn registered(name: &str) -> Option<Arc<dyn Registration>> {
+    ensure_crates_own();
     let registry = REGISTRY
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -166,6 +185,7 @@ pub fn registered(name: &str) -> Option<Arc<dyn Registration>> {
 
 /// The names of the registered recipes, in order.
 pub fn registered_names() -> Vec<&'static str> {
+    ensure_crates_own();
     let registry = REGISTRY
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -182,15 +202,10 @@ pub(crate) fn built_in_names() -> Vec<&'static str> {
 
 /// Why `name` names no recipe: the built-ins and the registered recipes, listed.
 pub(crate) fn unknown_recipe(name: &str) -> String {
-    let own = registered_names();
-    let registered = if own.is_empty() {
-        "none registered: a recipe of your own runs from its own binary, docs/your-recipe.md"
-            .to_owned()
-    } else {
-        format!("registered: {}", own.join(", "))
-    };
     format!(
-        "unknown recipe \"{name}\" (built in: {}; {registered})",
-        built_in_names().join(", ")
+        "unknown recipe \"{name}\" (built in: {}; registered: {}); a recipe of your own runs \
+         from its own binary (docs/your-recipe.md)",
+        built_in_names().join(", "),
+        registered_names().join(", ")
     )
 }
