@@ -88,12 +88,12 @@ impl RunResult {
 /// Runs `scenario` for `seed`: a built-in recipe's workload, or a registered recipe through the
 /// generic host (`custom`).
 pub fn run(scenario: &Resolved, seed: u64) -> RunResult {
-    let Some(recipe) = scenario.sim_recipe() else {
-        let ScenarioRecipe::Own(own) = &scenario.recipe else {
-            unreachable!("a scenario's recipe is built in or registered")
-        };
+    if let ScenarioRecipe::Own(own) = &scenario.recipe {
         return own.workload.run(scenario, seed);
-    };
+    }
+    let recipe = scenario
+        .sim_recipe()
+        .expect("a recipe not registered is built in");
     let owned = scenario.clone();
     match try_run_seed(seed, TIME_LIMIT_S, move |seed| {
         workload(owned, recipe, seed)

@@ -90,7 +90,9 @@ fn a_name_is_registered_once_and_found_by_scenarios() {
     let unknown = "[workload]\nrecipe = \"registered-queu\"\n";
     let error = zkh_scenarios::scenario::parse("q.toml", "q", unknown).expect_err("unknown");
     assert!(
-        error.to_string().contains("registered: lock-model, registered-queue)"),
+        error
+            .to_string()
+            .contains("registered: lock-model, registered-queue)"),
         "the registered names are listed: {error}"
     );
     let (_, resolved) = zkh_scenarios::scenario::parse(

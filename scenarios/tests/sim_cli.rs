@@ -115,6 +115,39 @@ fn rust_log_logs_every_history_event_stamped_with_simulated_time() {
     std::fs::remove_dir_all(&out).expect("clean up");
 }
 
+/// A report written by a binary with a recipe of a user's own (its scenario names it) is refused
+/// by a binary that lacks the recipe: the scenario does not read, as bad input, naming the
+/// recipes this binary has.
+#[test]
+fn replay_refuses_a_report_whose_recipe_this_binary_lacks() {
+    let out = temp("replay-lacks");
+    let (code, stdout, _) = zkharness(&[
+        "run",
+        "catalog/lock-gc-pause.toml",
+        "--seed",
+        "1",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let own = out.join("queue.toml");
+    std::fs::write(&own, "[workload]\nrecipe = \"queue\"\n").expect("write");
+    let report = out.join("lock-gc-pause-seed1.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("the report")).expect("JSON");
+    json["scenario"]["path"] = serde_json::json!(own.to_str().expect("utf-8"));
+    json["recipe_package"] = serde_json::json!("queue-crate 1.0.0");
+    let theirs = out.join("theirs.json");
+    std::fs::write(&theirs, json.to_string()).expect("write");
+    let (code, _, stderr) = zkharness(&["replay", theirs.to_str().expect("utf-8")]);
+    assert_eq!(code, 64, "{stderr}");
+    assert!(
+        stderr.contains("unknown recipe \"queue\" (built in: lock, latch, election, master, job; registered: lock-model)"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&out).expect("clean up");
+}
+
 #[test]
 fn a_saved_report_replays_identical_and_an_edited_one_diverges_where_edited() {
     let out = temp("replay");
