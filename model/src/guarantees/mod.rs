@@ -16,10 +16,12 @@
 //! | [`SINGLE_SYSTEM_IMAGE`] | always | Programmer's Guide, "Consistency Guarantees": a client sees the same view whatever server it connects to, never an older one | within a session, a reply never carries a zxid below one the session had already been answered with before it issued the request |
 //! | [`DURABILITY`] | always | Programmer's Guide, "ZooKeeper guarantees" (reliability: once applied, a change persists); Zab (a committed transaction survives leader changes) | each acknowledged write is in the servers' agreed order at its zxid, and each server's final state is that order replayed to its last zxid |
 //! | [`SEQUENTIALLY_CONSISTENT_READS`] | always | Programmer's Guide, "ZooKeeper guarantees" (sequential consistency); ZooKeeper paper 2.3 (reads served from the local replica) | each answered read equals the tree after the servers' agreed transactions up to its zxid (`reads`, from the commit logs) |
+//! | [`SYNC_THEN_READ`] | always | Programmer's Guide, "ZooKeeper guarantees" and the `sync` call; ZooKeeper paper 2.3 (sync makes a server apply the pending writes before the read) | the sync's reply, and each read its session issues after it, carry a zxid at or past every write acknowledged before the sync was issued (`sync`) |
 //! | [`SESSION_END_IS_FINAL`] | always | Programmer's Guide, "ZooKeeper Sessions" and "Ephemeral Nodes"; ZooKeeper paper 2.2 | after the close's zxid in the agreed order, no successful reply to the session carries a higher zxid, and no server's final state keeps one of its ephemerals (`sessions`) |
 //! | [`SEQUENTIAL_SUFFIXES`] | always | Programmer's Guide, "Sequence Nodes": a counter unique to the parent | the suffixes created under one parent are unique, and grow with the zxid |
 //! | [`WATCH_EVENTS_IN_ORDER`] | always | Programmer's Guide, "ZooKeeper Watches" (ordered with respect to replies and other events; the event before the new data) | no reply recorded in a session before an event of zxid `z` carries `z` or more, and one connection's events' zxids never go down (`watches`) |
 //! | [`WATCH_FIRES_ONCE`] | always | Programmer's Guide, "ZooKeeper Watches" (a watch is a one-time trigger) | each watch event uses a watch its session set (a read with a watch, answered, pending or lost) and had not used; `NodeDeleted` uses the data and child watches of its path (`once`) |
+//! | [`WATCH_FIRES_FOR_THE_FIRST_CHANGE`] | always | Programmer's Guide, "ZooKeeper Watches" (an event is sent when the data the watch was set on changes; a one-time trigger) | in the replay of the agreed order with each read applied at its zxid, every event with a zxid is one a watch of its session fires there, and every first change a watch fires reached the client if its connection answered at that zxid or above (`first`) |
 //!
 //! Each is judged on what a client saw, so it is sound on any history: an operation whose
 //! outcome is unknown (ConnectionLoss) or failed in the client is left out, and real-time
@@ -35,16 +37,17 @@
 //! in it) give the order the ensemble agreed on; the checks that need them say "not judged"
 //! where there are none (a history from elsewhere) or the data was lost.
 //!
-//! Not judged yet (they need what is not recorded: the server a connection reached, replies in
-//! arrival order rather than in the order the recipe took them, a final read of every path
-//! after the heal): atomicity of a multi, one-shot firing of watches, sync.
+//! Not judged yet: atomicity of a multi beyond what the replay shows (the servers' trees after
+//! each transaction are not recorded, only at the end).
 
 mod companions;
+mod first;
 mod once;
 mod ops;
 mod order;
 mod reads;
 mod sessions;
+mod sync;
 mod views;
 mod watches;
 
@@ -70,6 +73,9 @@ pub const SESSION_END_IS_FINAL: &str = "a session's end is final";
 pub const DURABILITY: &str = "durability";
 /// Each read equals the tree after the agreed transactions up to its zxid.
 pub const SEQUENTIALLY_CONSISTENT_READS: &str = "sequentially consistent reads";
+/// The sync's reply, and each read behind it, are at or past every write acknowledged before
+/// the sync (module `sync`).
+pub const SYNC_THEN_READ: &str = "a read after sync is up to date";
 /// Sequential suffixes are unique under their parent and grow with the zxid.
 pub const SEQUENTIAL_SUFFIXES: &str = "sequential suffixes unique";
 /// A client sees a watch event before the data that fired it, and one connection's events in
@@ -77,6 +83,8 @@ pub const SEQUENTIAL_SUFFIXES: &str = "sequential suffixes unique";
 pub const WATCH_EVENTS_IN_ORDER: &str = "watch events in order";
 /// Each watch event uses a watch its session set and had not used (module `once`).
 pub const WATCH_FIRES_ONCE: &str = "a watch fires once";
+/// Each watch fires for the first change after the read that set it (module `first`).
+pub const WATCH_FIRES_FOR_THE_FIRST_CHANGE: &str = "a watch fires for the first change";
 /// Sometimes: a session reconnected and went on.
 pub const SESSION_RESUMED: &str = "a session resumed on a new connection";
 /// Sometimes: a server took the lead while a write was in flight.
@@ -89,7 +97,7 @@ pub const LOST_REPLY_APPLIED: &str = "a write with a lost reply was applied";
 pub const LOST_REPLY_NOT_APPLIED: &str = "a write with a lost reply was not applied";
 
 /// Every guarantee judged, then its `sometimes` companions, in report order.
-pub const GUARANTEES: [&str; 16] = [
+pub const GUARANTEES: [&str; 18] = [
     ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID,
     SESSION_END_IS_FINAL,
@@ -98,9 +106,11 @@ pub const GUARANTEES: [&str; 16] = [
     SINGLE_SYSTEM_IMAGE,
     FIFO_CLIENT_ORDER,
     SEQUENTIALLY_CONSISTENT_READS,
+    SYNC_THEN_READ,
     SEQUENTIAL_SUFFIXES,
     WATCH_EVENTS_IN_ORDER,
     WATCH_FIRES_ONCE,
+    WATCH_FIRES_FOR_THE_FIRST_CHANGE,
     SESSION_RESUMED,
     LEADER_CHANGED_UNDER_A_WRITE,
     STALE_READ_SEEN,
@@ -124,13 +134,14 @@ pub fn unjudged_on_client_records(guarantee: &str) -> Option<&'static str> {
         SESSION_END_IS_FINAL
         | DURABILITY
         | SEQUENTIALLY_CONSISTENT_READS
+        | WATCH_FIRES_FOR_THE_FIRST_CHANGE
         | LOST_REPLY_APPLIED
         | LOST_REPLY_NOT_APPLIED => Some("needs the servers' commit logs"),
         WATCH_EVENTS_IN_ORDER => Some(
             "a 3.8 server sends no zxid with an event, and a read's reply zxid is not given to \
              the client",
         ),
-        STALE_READ_SEEN => Some("a read's reply zxid is not given to the client"),
+        STALE_READ_SEEN | SYNC_THEN_READ => Some("a read's reply zxid is not given to the client"),
         _ => None,
     }
 }
@@ -148,6 +159,8 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
     let agreed = reads::agree(history, logs);
     let clients_zxids = order::one_transaction_per_zxid(history, &ops);
     let [lost_applied, lost_not_applied] = companions::lost_replies(&ops, &agreed);
+    let mut watches = first::Tracker::default();
+    let reads = reads::sequentially_consistent_reads(history, &ops, &agreed, &mut watches);
     vec![
         order::one_leader_per_epoch(history),
         reads::servers_agree(&agreed, clients_zxids),
@@ -160,10 +173,12 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
         // After the single system image, which names the narrower case first (a reply older
         // than one answered before the request was sent).
         order::fifo_client_order(history, &ops),
-        reads::sequentially_consistent_reads(history, &ops, &agreed),
+        reads,
+        sync::sync_then_read(history, &ops),
         order::sequential_suffixes(history, &ops, &agreed),
         watches::watch_events_in_order(history),
         once::watch_fires_once(history),
+        first::watch_fires_for_the_first_change(history, &ops, watches),
         session_resumed(history),
         order::leader_changed_under_a_write(history, &ops),
         companions::stale_read_seen(&ops),
@@ -204,6 +219,10 @@ pub fn explanation(name: &str) -> &'static str {
             "ZooKeeper: reads are sequentially consistent; each read equals the tree after \
              every transaction up to the zxid its server had applied (a stale read is allowed)."
         }
+        SYNC_THEN_READ => {
+            "ZooKeeper: after sync, a client's reads are at or past every write acknowledged \
+             before the sync was issued, whatever server it reads from."
+        }
         SEQUENTIAL_SUFFIXES => {
             "ZooKeeper: a sequential node's suffix comes from a counter of its parent: unique, \
              and growing with the zxid."
@@ -215,6 +234,10 @@ pub fn explanation(name: &str) -> &'static str {
         WATCH_FIRES_ONCE => {
             "ZooKeeper: a watch is a one-time trigger; each event uses a watch its session set \
              and had not used, and the client must set it again to hear of the next change."
+        }
+        WATCH_FIRES_FOR_THE_FIRST_CHANGE => {
+            "ZooKeeper: a watch fires with the first change after the read that set it; no \
+             later change while that one goes by unannounced."
         }
         SESSION_RESUMED => "Sometimes: a session reconnected and went on within the session.",
         LEADER_CHANGED_UNDER_A_WRITE => {
@@ -256,5 +279,7 @@ fn session_resumed(history: &impl Entries) -> Finding {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_sync_first;
 #[cfg(test)]
 mod tests_views;

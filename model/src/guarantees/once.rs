@@ -44,9 +44,23 @@ use crate::request::Reply;
 
 /// A data or a child watch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
+pub(super) enum Kind {
+    /// Set by `getData` or `exists`.
     Data,
+    /// Set by `getChildren`.
     Child,
+}
+
+impl Kind {
+    /// The kinds of watch an event of `event_type` uses: `NodeDeleted` a data watch, else a
+    /// child watch (a server fires it once per session for both).
+    pub(super) fn used_by(event_type: EventType) -> &'static [Kind] {
+        match event_type {
+            EventType::NodeDataChanged | EventType::NodeCreated => &[Kind::Data],
+            EventType::NodeChildrenChanged => &[Kind::Child],
+            EventType::NodeDeleted => &[Kind::Data, Kind::Child],
+        }
+    }
 }
 
 /// One client's watches in its current session: per (path, kind), how many answered reads set
@@ -80,7 +94,7 @@ impl Client {
 }
 
 /// The watch `request` sets, if it sets one.
-fn watch_of(request: &Request) -> Option<(String, Kind)> {
+pub(super) fn watch_of(request: &Request) -> Option<(String, Kind)> {
     match request {
         Request::GetData { path, watch: true } | Request::Exists { path, watch: true } => {
             Some((path.clone(), Kind::Data))
@@ -161,15 +175,10 @@ pub(super) fn watch_fires_once(history: &impl Entries) -> Finding {
                 judged += 1;
                 let state = clients.entry(*id).or_default();
                 let path = event.path.clone();
-                let data = (path.clone(), Kind::Data);
-                let child = (path.clone(), Kind::Child);
-                let kinds: &[&(String, Kind)] = match event.event_type {
-                    EventType::NodeDataChanged | EventType::NodeCreated => &[&data],
-                    EventType::NodeChildrenChanged => &[&child],
-                    // One of the two (a library with a watcher per call hands one event to each).
-                    EventType::NodeDeleted => &[&data, &child],
-                };
-                if !kinds.iter().any(|key| state.use_up(key)) {
+                // `NodeDeleted` uses one of the two (a library with a watcher per call hands
+                // one event to each read).
+                let kinds = Kind::used_by(event.event_type);
+                if !(kinds.iter()).any(|kind| state.use_up(&(path.clone(), *kind))) {
                     violation = Some((
                         format!(
                             "client {id} got {:?} {path} with no watch of its session left to \

@@ -25,12 +25,13 @@ use std::ops::Bound::{Excluded, Included};
 
 use zkh_recipes::{Request, SessionId};
 
+use super::first::Tracker;
 use super::ops::Operation;
 use super::{DURABILITY, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS};
 use crate::history::Entries;
 use crate::history_text::{request_text, result_text};
 use crate::properties::{Class, Finding};
-use crate::request::Reply;
+use crate::request::{Notification, Reply};
 use crate::zookeeper::ZkModel;
 
 /// One transaction as a server applied it.
@@ -196,6 +197,9 @@ struct Replay<'b, 'a> {
     order: &'b BTreeMap<i64, &'a Committed>,
     /// The zxid of the last transaction applied.
     done: i64,
+    /// The watches the transactions fired (set by the reads answered again in the replay), with
+    /// the zxid that fired each, not yet taken.
+    fired: Vec<(i64, Notification)>,
 }
 
 impl<'b, 'a> Replay<'b, 'a> {
@@ -205,6 +209,7 @@ impl<'b, 'a> Replay<'b, 'a> {
             model: ZkModel::new(),
             order,
             done: i64::MIN,
+            fired: Vec::new(),
         }
     }
 
@@ -232,19 +237,25 @@ impl<'b, 'a> Replay<'b, 'a> {
                         ));
                     }
                 }
-                Committed::CloseSession(session) => {
-                    if self.model.close_session(*session).is_none() {
+                Committed::CloseSession(session) => match self.model.close_session(*session) {
+                    Some(fired) => self.fired.extend(fired.into_iter().map(|n| (at, n))),
+                    None => {
                         self.model.apply_noop();
                     }
-                }
+                },
                 Committed::Write { session, request } => {
-                    if self.model.apply(*session, request).zxid.is_none() {
+                    let applied = self.model.apply(*session, request);
+                    if applied.zxid.is_none() {
                         self.model.apply_noop();
                     }
+                    (self.fired).extend(applied.notifications.into_iter().map(|n| (at, n)));
                 }
                 Committed::DeleteContainer { path, .. } => {
-                    if self.model.delete_container(path).is_none() {
-                        self.model.apply_noop();
+                    match self.model.delete_container(path) {
+                        Some(fired) => self.fired.extend(fired.into_iter().map(|n| (at, n))),
+                        None => {
+                            self.model.apply_noop();
+                        }
                     }
                 }
             }
@@ -346,25 +357,31 @@ fn first_difference(ours: &ZkModel, agreed: &ZkModel) -> Option<String> {
         .or_else(|| Some("the tree".to_owned()))
 }
 
-/// **Sequentially consistent reads** (always): see the module docs.
+/// **Sequentially consistent reads** (always): see the module docs. The same replay tells
+/// `watches` where each watch the reads set fires first (module `first`); it is left unjudged
+/// where the replay stopped.
 pub(super) fn sequentially_consistent_reads(
     history: &impl Entries,
     ops: &[Operation],
     agreed: &Agreed<'_>,
+    watches: &mut Tracker,
 ) -> Finding {
     let order = match order_or_unjudged(agreed, SEQUENTIALLY_CONSISTENT_READS) {
         Ok(order) => order,
-        Err(unjudged) => return unjudged,
+        Err(unjudged) => {
+            watches.unjudged(unjudged.detail.clone());
+            return unjudged;
+        }
     };
     let transactions = order.len();
-    let mut reads: Vec<&Operation> = (ops.iter())
-        .filter(|op| !op.request.is_write() && !matches!(op.request, Request::Sync { .. }))
-        .filter(|op| op.answered.is_some())
+    let mut reads: Vec<(usize, &Operation)> = (ops.iter().enumerate())
+        .filter(|(_, op)| !op.request.is_write() && !matches!(op.request, Request::Sync { .. }))
+        .filter(|(_, op)| op.answered.is_some())
         .collect();
-    reads.sort_by_key(|op| op.answered.as_ref().map(|(at, _, zxid)| (*zxid, *at)));
+    reads.sort_by_key(|(_, op)| op.answered.as_ref().map(|(at, _, zxid)| (*zxid, *at)));
     let mut replay = Replay::new(order);
     let mut violation = None;
-    for op in &reads {
+    for &(index, op) in &reads {
         let Some((at, reply, zxid)) = &op.answered else {
             continue;
         };
@@ -372,7 +389,9 @@ pub(super) fn sequentially_consistent_reads(
             violation = Some((detail, vec![*at]));
             break;
         }
+        watches.fired(replay.fired.drain(..));
         let expected = replay.model.apply(op.session, &op.request).reply;
+        watches.read(index, op, replay.model.watches());
         if expected != *reply {
             let (got, want) = match (reply_text(reply), reply_text(&expected)) {
                 // The words leave the stat out; where only it differs, show it.
@@ -388,6 +407,13 @@ pub(super) fn sequentially_consistent_reads(
             violation = Some((detail, vec![op.invoked, *at]));
             break;
         }
+    }
+    // The watches the last reads set fire after them: the replay goes on to the end (durability
+    // judges a replay that cannot).
+    let last = order.keys().next_back().copied().unwrap_or(i64::MIN);
+    match violation.is_none().then(|| replay.up_to(last)) {
+        Some(Ok(())) => watches.fired(replay.fired.drain(..)),
+        _ => watches.unjudged("not judged: the replay of the agreed order stopped".to_owned()),
     }
     let summary = || {
         format!(

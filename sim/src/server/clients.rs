@@ -101,13 +101,13 @@ impl Server {
                     conn,
                 };
                 if let Request::Sync { .. } = request {
-                    match &self.role {
-                        Role::Leading(_) => self.reply_sync(origin),
-                        Role::Following { leader, .. } => {
-                            self.send(Addr::Server(*leader), Message::SyncRequest { origin })
-                        }
-                        Role::Looking { .. } => unreachable!("checked serving above"),
-                    }
+                    // Held like a write: the session's later requests wait for its answer.
+                    let queue = self.held.entry(session).or_default();
+                    queue.push_back(Held::Sync {
+                        origin,
+                        asked: false,
+                    });
+                    self.advance_held(session);
                 } else if request.is_write() {
                     if !self.config.defects.reads_pass_own_writes {
                         let queue = self.held.entry(session).or_default();
@@ -199,8 +199,8 @@ impl Server {
         self.reply(origin, zxid, applied.reply);
     }
 
-    /// `session`'s write `xid` was applied here: answers the reads held behind it, up to the
-    /// session's next write still to be applied.
+    /// `session`'s write `xid` was applied here: answers what was held behind it (see
+    /// [`Server::advance_held`]).
     pub(super) fn release_held(&mut self, session: SessionId, xid: u64) {
         let Some(queue) = self.held.get_mut(&session) else {
             return;
@@ -208,23 +208,81 @@ impl Server {
         if let Some(at) = (queue.iter()).position(|h| matches!(h, Held::Write(w) if *w == xid)) {
             queue.remove(at);
         }
-        let mut ready = Vec::new();
-        while let Some(Held::Read { .. }) = queue.front() {
-            if let Some(Held::Read {
-                client,
-                conn,
-                xid,
-                request,
-            }) = queue.pop_front()
-            {
-                ready.push((client, conn, xid, request));
+        self.advance_held(session);
+    }
+
+    /// The sync of `origin` was answered (or its connection is gone): answers what was held
+    /// behind it.
+    pub(super) fn release_sync(&mut self, origin: Origin) {
+        let is_it = |h: &Held| matches!(h, Held::Sync { origin: o, .. } if *o == origin);
+        let found = (self.held.iter_mut())
+            .find_map(|(session, queue)| Some((*session, queue.iter().position(is_it)?)));
+        if let Some((session, at)) = found {
+            self.held.get_mut(&session).expect("found").remove(at);
+            self.advance_held(session);
+        }
+    }
+
+    /// Serves the front of `session`'s held requests, up to a write still to be applied or a
+    /// sync still to be answered: its reads, and a sync whose turn has come (the leader answers
+    /// it; a follower asks the leader how far to catch up, and what is behind it waits).
+    pub(super) fn advance_held(&mut self, session: SessionId) {
+        loop {
+            let Some(queue) = self.held.get_mut(&session) else {
+                return;
+            };
+            match queue.front_mut() {
+                None => {
+                    self.held.remove(&session);
+                    return;
+                }
+                Some(Held::Read { .. }) => {
+                    let Some(Held::Read {
+                        client,
+                        conn,
+                        xid,
+                        request,
+                    }) = queue.pop_front()
+                    else {
+                        unreachable!("matched a read at the front");
+                    };
+                    self.serve_read(client, conn, xid, session, &request);
+                }
+                Some(Held::Sync { origin, asked }) if !*asked => {
+                    let origin = *origin;
+                    match &self.role {
+                        Role::Following { .. } if self.config.defects.sync_answered_locally => {}
+                        Role::Following { leader, .. } => {
+                            *asked = true;
+                            let leader = *leader;
+                            self.send(Addr::Server(leader), Message::SyncRequest { origin });
+                            return;
+                        }
+                        Role::Leading(_) => {}
+                        Role::Looking { .. } => return,
+                    }
+                    queue.pop_front();
+                    self.reply_sync(origin);
+                }
+                Some(_) => return,
             }
         }
-        if queue.is_empty() {
-            self.held.remove(&session);
-        }
-        for (client, conn, xid, request) in ready {
-            self.serve_read(client, conn, xid, session, &request);
+    }
+
+    /// A follower that took a new snapshot from its leader dropped the answers it was waiting
+    /// for: asks again for each sync still waiting.
+    pub(super) fn ask_again_for_syncs(&mut self, leader: u32) {
+        let asked: Vec<Origin> = (self.held.values_mut().flatten())
+            .filter_map(|held| match held {
+                Held::Sync {
+                    origin,
+                    asked: true,
+                } => Some(*origin),
+                _ => None,
+            })
+            .collect();
+        for origin in asked {
+            self.send(Addr::Server(leader), Message::SyncRequest { origin });
         }
     }
 

@@ -44,10 +44,15 @@ impl Server {
             let Role::Leading(leader) = &mut self.role else {
                 return;
             };
+            let quorum = if self.config.defects.leader_commits_alone {
+                1
+            } else {
+                self.config.quorum()
+            };
             let ready = leader
                 .proposals
                 .first_key_value()
-                .is_some_and(|(_, (_, acks))| acks.len() >= self.config.quorum());
+                .is_some_and(|(_, (_, acks))| acks.len() >= quorum);
             if !ready {
                 return;
             }
@@ -189,13 +194,18 @@ impl Server {
                     } else {
                         request
                     };
-                    let applied = disk.model.apply(session, &request);
+                    let mut applied = disk.model.apply(session, &request);
                     if applied.zxid.is_none() {
                         // The session closed between the request and its commit: an error txn.
                         disk.model.apply_noop();
                     }
                     if self.config.defects.watches_kept_after_firing {
                         keep_watches(&mut disk.model, &applied.notifications);
+                    }
+                    if self.config.defects.first_change_unannounced {
+                        let passed = &mut self.first_changes_passed;
+                        let fired = std::mem::take(&mut applied.notifications);
+                        applied.notifications = pass_first_changes(&mut disk.model, fired, passed);
                     }
                     applied
                 };
@@ -292,6 +302,7 @@ impl Server {
             {
                 self.reply_sync(origin);
             }
+            self.release_sync(origin);
         }
     }
 }
@@ -334,4 +345,32 @@ fn keep_watches(model: &mut ZkModel, fired: &[Notification]) {
         };
         model.set_watches(notification.session, i64::MAX, &again);
     }
+}
+
+/// The test-only defect [`ServerDefects::first_change_unannounced`]: of the watches `fired`, a
+/// data or child watch whose first change this is is set again and left out (noted in
+/// `passed`); one that let its first change go by fires now. The events to send.
+///
+/// [`ServerDefects::first_change_unannounced`]: super::ServerDefects::first_change_unannounced
+fn pass_first_changes(
+    model: &mut ZkModel,
+    fired: Vec<Notification>,
+    passed: &mut BTreeSet<(zkh_recipes::SessionId, String, EventType)>,
+) -> Vec<Notification> {
+    let mut sent = Vec::new();
+    for notification in fired {
+        let event = &notification.event;
+        let key = (notification.session, event.path.clone(), event.event_type);
+        let again = matches!(
+            event.event_type,
+            EventType::NodeDataChanged | EventType::NodeChildrenChanged
+        );
+        if !again || passed.remove(&key) {
+            sent.push(notification);
+        } else {
+            keep_watches(model, std::slice::from_ref(&notification));
+            passed.insert(key);
+        }
+    }
+    sent
 }

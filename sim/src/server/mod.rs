@@ -68,7 +68,7 @@ use std::time::Duration;
 use crate::clock::{now, Alarm, Instant};
 use zkh_model::guarantees::Committed;
 use zkh_model::{History, HistoryEvent, Reply, ZkModel};
-use zkh_recipes::SessionId;
+use zkh_recipes::{EventType, SessionId};
 
 use crate::net::{Envelope, Net};
 use crate::protocol::{Addr, Message, Origin, Txn};
@@ -143,6 +143,20 @@ pub struct ServerDefects {
     /// it: the next change fires it again though the client never set it again, breaking "a
     /// watch fires once".
     pub watches_kept_after_firing: bool,
+    /// Let the first change a data or child watch sees go by unannounced (the watch kept, and
+    /// fired by the next change instead): the client hears of a later change than the first,
+    /// breaking "a watch fires for the first change".
+    pub first_change_unannounced: bool,
+    /// A follower answers a `sync` at once from its own state instead of asking the leader how
+    /// far to catch up: a read behind the sync can miss a write acknowledged before it,
+    /// breaking "a read after sync is up to date".
+    pub sync_answered_locally: bool,
+    /// An established leader commits a proposal on its own acknowledgement and keeps leading
+    /// when its followers fall silent, instead of waiting for a quorum and stepping down: cut
+    /// off from the rest, it goes on acknowledging writes at its old epoch's zxids while the
+    /// others elect a new leader and acknowledge theirs at the new epoch's, breaking
+    /// "linearizable writes".
+    pub leader_commits_alone: bool,
 }
 
 impl ServerConfig {
@@ -267,19 +281,26 @@ pub struct Server {
     /// Waiting for the leader's snapshot after missing a proposal: log and apply nothing.
     resyncing: bool,
     waiting_syncs: Vec<(Origin, i64)>,
-    /// Each session's requests behind a write of its own still to be applied here, in order:
-    /// ZooKeeper's CommitProcessor holds a session's reads until its earlier writes have
-    /// committed, so a read sent behind a write sees it (FIFO client order).
+    /// Each session's requests behind a write or a sync of its own still to be applied or
+    /// answered here, in order: ZooKeeper's CommitProcessor holds a session's reads until its
+    /// earlier writes and syncs have committed, so a read sent behind a write sees it, and one
+    /// sent behind a sync sees what the sync caught up with (FIFO client order).
     held: BTreeMap<SessionId, VecDeque<Held>>,
     /// Watch events held back by the test-only defect
     /// [`ServerDefects::events_after_the_next_reply`], by (client, connection).
     late_events: RefCell<BTreeMap<(u32, u64), Vec<Message>>>,
+    /// The watches whose first change the test-only defect
+    /// [`ServerDefects::first_change_unannounced`] let go by: fired by their next one.
+    first_changes_passed: BTreeSet<(SessionId, String, EventType)>,
 }
 
-/// A request of a session held behind its own write (see `Server::held`).
+/// A request of a session held behind its own write or sync (see `Server::held`).
 enum Held {
     /// A write submitted, by its request id.
     Write(u64),
+    /// A sync: not yet `asked` of the leader while requests before it are held; answered,
+    /// it lets what is behind it go.
+    Sync { origin: Origin, asked: bool },
     /// A read waiting for the writes before it.
     Read {
         client: u32,
@@ -323,6 +344,7 @@ pub async fn run_server(
         waiting_syncs: Vec::new(),
         held: BTreeMap::new(),
         late_events: RefCell::new(BTreeMap::new()),
+        first_changes_passed: BTreeSet::new(),
     };
     server.set_role_summary(RoleSummary::Looking);
     let heartbeat = Duration::from_millis(config.tick_ms / 2);

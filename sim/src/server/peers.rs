@@ -234,6 +234,7 @@ impl Server {
         };
         self.set_role_summary(RoleSummary::Following(leader));
         self.send(Addr::Server(leader), Message::Following { epoch, fresh });
+        self.ask_again_for_syncs(leader);
     }
 
     fn drop_clients(&mut self) {
@@ -377,8 +378,10 @@ impl Server {
                 let epoch = leader.epoch;
                 // A new leader gets `sync_limit` ticks to be established and gather its
                 // followers.
+                let alone = leader.established && self.config.defects.leader_commits_alone;
                 if (!leader.established || leader.followers_heard.len() + 1 < self.config.quorum())
                     && now.duration_since(leader.since) > limit
+                    && !alone
                 {
                     self.become_looking();
                     return;

@@ -64,3 +64,46 @@ pub fn isolate(client: u32, one_way: bool, duration_ms: u64) -> Fault {
         duration_ms,
     }
 }
+
+/// Every always-guarantee of ZooKeeper's that `history` breaks, with its detail, in the
+/// checker's order.
+pub fn broken_guarantees(
+    history: &zkh_model::History,
+    logs: &zkh_model::guarantees::CommitLogs,
+) -> Vec<String> {
+    zkh_model::guarantees::judge(history, logs)
+        .into_iter()
+        .filter(|f| f.class == zkh_model::properties::Class::Always && !f.holds)
+        .map(|f| format!("{}: {}", f.property, f.detail))
+        .collect()
+}
+
+/// Both futures, polled together (a client with two requests in flight).
+pub async fn both<A: std::future::Future, B: std::future::Future>(
+    a: A,
+    b: B,
+) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (Box::pin(a), Box::pin(b));
+    let (mut first, mut second) = (None, None);
+    std::future::poll_fn(|cx| {
+        if first.is_none() {
+            first = match a.as_mut().poll(cx) {
+                std::task::Poll::Ready(v) => Some(v),
+                std::task::Poll::Pending => None,
+            };
+        }
+        if second.is_none() {
+            second = match b.as_mut().poll(cx) {
+                std::task::Poll::Ready(v) => Some(v),
+                std::task::Poll::Pending => None,
+            };
+        }
+        if first.is_some() && second.is_some() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    (first.expect("ready"), second.expect("ready"))
+}
