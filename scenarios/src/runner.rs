@@ -10,6 +10,7 @@
 //! happen, else a pass.
 
 use zkh_model::claims::claims_at_end;
+use zkh_model::guarantees::CommitLogs;
 use zkh_model::orphans::orphans_at_end;
 use zkh_model::properties::{wakeups, Class, Finding};
 use zkh_model::History;
@@ -22,6 +23,7 @@ use zkh_sim::sharded::{sharded_job, ShardedConfig};
 use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use zkh_reports::timeline;
 
@@ -139,8 +141,28 @@ pub(crate) fn verdict(
     }
 }
 
+/// Whether runs judge ZooKeeper's guarantees: always, but for the benchmark of the checker's own
+/// cost (`sweep --without-guarantees`, docs/performance.md).
+static GUARANTEES_JUDGED: AtomicBool = AtomicBool::new(true);
+
+/// Stops judging ZooKeeper's guarantees in this process (the benchmark of their cost only: a
+/// run that does not judge them cannot tell a fault of the simulated ensemble).
+pub fn skip_guarantees_for_the_benchmark() {
+    GUARANTEES_JUDGED.store(false, Ordering::Relaxed);
+}
+
+/// ZooKeeper's guarantees judged on a run's `history` with the servers' `logs` (none in the
+/// benchmark that skips them).
+pub(crate) fn guarantees(history: &History, logs: &CommitLogs) -> Vec<Finding> {
+    if GUARANTEES_JUDGED.load(Ordering::Relaxed) {
+        zkh_model::guarantees::judge(history, logs)
+    } else {
+        Vec::new()
+    }
+}
+
 fn judge(scenario: &Resolved, seed: u64, mut outcome: WorkloadOutcome) -> RunResult {
-    let guarantees = zkh_model::guarantees::judge(&outcome.history, &outcome.commit_logs);
+    let guarantees = guarantees(&outcome.history, &outcome.commit_logs);
     // Judged here, not by the workloads: it needs the servers' final states.
     let finals = &outcome.commit_logs.finals;
     let claims = claims_at_end(&outcome.history, finals, &outcome.known);

@@ -48,7 +48,7 @@ pub(super) fn stale_read_seen(ops: &[Operation]) -> Finding {
                 "client {} read {} at zxid {read_zxid:#x}, after another session's write at \
                  {zxid:#x} was acknowledged",
                 op.client,
-                request_text(&op.request)
+                request_text(op.request)
             ));
             break;
         }
@@ -77,7 +77,7 @@ pub(super) fn lost_replies(ops: &[Operation], agreed: &Agreed<'_>) -> [Finding; 
                 !acknowledged.contains(zxid)
                     && !claimed.contains(*zxid)
                     && matches!(txn, Committed::Write { session, request }
-                        if *session == op.session && *request == op.request)
+                        if *session == op.session && *request == *op.request)
             });
             match found {
                 Some((zxid, _)) => {

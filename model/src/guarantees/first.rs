@@ -65,7 +65,7 @@ impl Tracker {
     /// The read `op` (the `index`th operation) was answered again in the replay, whose watch
     /// tables are now `watches`: a watch it set is noted, unless its session held one already.
     pub(super) fn read(&mut self, index: usize, op: &Operation, watches: &Watches) {
-        let Some((path, kind)) = watch_of(&op.request) else {
+        let Some((path, kind)) = watch_of(op.request) else {
             return;
         };
         let holds = match kind {
@@ -109,8 +109,9 @@ struct Received<'h> {
 /// What the history says of each client's connections.
 #[derive(Default)]
 struct Connections<'h> {
-    /// Each reply's connection, by the place it was recorded.
-    of_reply: BTreeMap<usize, u32>,
+    /// The connection each entry's client was on when it was recorded, by its place (a
+    /// reply's connection).
+    of_reply: Vec<u32>,
     /// The events that carry a zxid, in the order recorded.
     received: Vec<Received<'h>>,
 }
@@ -122,6 +123,12 @@ fn connections<'h>(history: &'h impl Entries) -> Connections<'h> {
     let mut sessions: BTreeMap<u32, Option<SessionId>> = BTreeMap::new();
     let mut out = Connections::default();
     for (index, entry) in history.each().enumerate() {
+        let connection =
+            |numbers: &BTreeMap<u32, u32>, client: &u32| numbers.get(client).copied().unwrap_or(0);
+        out.of_reply.push(match &entry.event {
+            HistoryEvent::Complete { client, .. } => connection(&numbers, client),
+            _ => 0,
+        });
         match &entry.event {
             HistoryEvent::Session { client, event } => {
                 *numbers.entry(*client).or_default() += 1;
@@ -138,16 +145,12 @@ fn connections<'h>(history: &'h impl Entries) -> Connections<'h> {
             } => {
                 sessions.entry(*client).or_insert(Some(*session));
             }
-            HistoryEvent::Complete { client, .. } => {
-                out.of_reply
-                    .insert(index, numbers.get(client).copied().unwrap_or(0));
-            }
             HistoryEvent::Watch { client, event } if event.zxid >= 0 => {
                 if let Some(Some(session)) = sessions.get(client) {
                     out.received.push(Received {
                         index,
                         client: *client,
-                        connection: numbers.get(client).copied().unwrap_or(0),
+                        connection: connection(&numbers, client),
                         session: *session,
                         event_type: event.event_type,
                         path: &event.path,
@@ -189,6 +192,10 @@ pub(super) fn watch_fires_for_the_first_change(
     }
 }
 
+/// A reply on a connection: where it was recorded, its zxid, and the highest zxid on the
+/// connection up to it.
+type Answered = (usize, i64, i64);
+
 /// A watch the agreed order fires at `t` whose connection answered at `t` or above without the
 /// event: the detail and the evidence, if there is one.
 fn missed_first_change(
@@ -199,24 +206,31 @@ fn missed_first_change(
     let got: BTreeSet<(u32, u32, i64, &str, EventType)> = (seen.received.iter())
         .map(|r| (r.client, r.connection, r.zxid, r.path, r.event_type))
         .collect();
-    // Each (client, connection)'s replies with a zxid, in the order recorded.
-    let mut replies: BTreeMap<(u32, u32), Vec<(usize, i64)>> = BTreeMap::new();
+    // Each (client, connection)'s replies with a zxid, in the order recorded, each with the
+    // highest zxid up to it (so that the first reply at or past a zxid is a binary search).
+    let mut replies: BTreeMap<(u32, u32), Vec<Answered>> = BTreeMap::new();
     for op in ops {
         if let Some((at, _, zxid)) = &op.answered {
-            let connection = seen.of_reply[at];
-            (replies.entry((op.client, connection)).or_default()).push((*at, *zxid));
+            let connection = seen.of_reply[*at];
+            (replies.entry((op.client, connection)).or_default()).push((*at, *zxid, *zxid));
+        }
+    }
+    for list in replies.values_mut() {
+        list.sort_unstable();
+        let mut highest = i64::MIN;
+        for reply in list.iter_mut() {
+            highest = highest.max(reply.1);
+            reply.2 = highest;
         }
     }
     for f in fired {
         let read = &ops[f.read];
         let (read_at, _, read_zxid) = read.answered.as_ref().expect("replayed reads answered");
-        let connection = seen.of_reply[read_at];
-        let later = (replies
-            .get(&(read.client, connection))
-            .into_iter()
-            .flatten())
-        .find(|(_, zxid)| *zxid >= f.zxid);
-        let Some((at, zxid)) = later else {
+        let connection = seen.of_reply[*read_at];
+        let Some(list) = replies.get(&(read.client, connection)) else {
+            continue;
+        };
+        let Some((at, zxid, _)) = list.get(list.partition_point(|r| r.2 < f.zxid)) else {
             continue;
         };
         let key = (
@@ -233,7 +247,7 @@ fn missed_first_change(
                  at zxid {zxid:#x} and that event never came: a first change went by \
                  unannounced",
                 read.client,
-                request_text(&read.request),
+                request_text(read.request),
                 f.zxid,
                 f.event_type,
                 f.path
@@ -264,7 +278,7 @@ fn event_for_another_change(
                 && op.session == r.session
                 && op.invoked < r.index
                 && op.answered.is_none()
-                && (watch_of(&op.request)).is_some_and(|(path, kind)| {
+                && (watch_of(op.request)).is_some_and(|(path, kind)| {
                     path == r.path && Kind::used_by(r.event_type).contains(&kind)
                 })
         });
@@ -277,7 +291,7 @@ fn event_for_another_change(
             Some(f) => format!(
                 "its watch was fired by zxid {:#x}, the first change after {} set it",
                 f.zxid,
-                request_text(&ops[f.read].request)
+                request_text(ops[f.read].request)
             ),
             None => "no watch of its session was waiting for that change".to_owned(),
         };

@@ -46,6 +46,7 @@ mod once;
 mod ops;
 mod order;
 mod reads;
+mod replayed;
 mod sessions;
 mod sync;
 mod views;
@@ -160,14 +161,15 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
     let clients_zxids = order::one_transaction_per_zxid(history, &ops);
     let [lost_applied, lost_not_applied] = companions::lost_replies(&ops, &agreed);
     let mut watches = first::Tracker::default();
-    let reads = reads::sequentially_consistent_reads(history, &ops, &agreed, &mut watches);
+    let [durability, reads] =
+        replayed::durability_and_reads(history, &ops, logs, &agreed, &mut watches);
     vec![
         order::one_leader_per_epoch(history),
         reads::servers_agree(&agreed, clients_zxids),
         // Before durability, which also sees a kept ephemeral (as a final tree unlike the
         // agreed order's) but cannot name the session.
         sessions::session_end_is_final(history, &ops, logs, &agreed),
-        reads::durability(history, &ops, logs, &agreed),
+        durability,
         order::linearizable_writes(history, &ops),
         order::single_system_image(history, &ops),
         // After the single system image, which names the narrower case first (a reply older

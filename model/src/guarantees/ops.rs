@@ -12,29 +12,29 @@ use zkh_recipes::{Request, SessionId};
 use crate::history::{Entries, HistoryEvent, OpOutcome};
 use crate::request::Reply;
 
-/// One request and its end, as its client saw them.
+/// One request and its end, as its client saw them (borrowed from the history).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Operation {
+pub struct Operation<'h> {
     /// The client process.
     pub client: u32,
     /// The session it was issued under.
     pub session: SessionId,
     /// The request.
-    pub request: Request,
+    pub request: &'h Request,
     /// Its place in the history when issued.
     pub invoked: usize,
     /// Its place in the history when it ended, and the reply with its zxid, if a reply came
     /// (none for an operation whose outcome is unknown, that failed in the client, or that
     /// never ended).
-    pub answered: Option<(usize, Reply, i64)>,
+    pub answered: Option<(usize, &'h Reply, i64)>,
     /// It ended in `ConnectionLoss`: whether it was applied is unknown to the client.
     pub unknown: bool,
     /// Its place in the history when it ended, and the reply, for a reply recorded without
     /// the zxid of its header (then `answered` is `None`).
-    pub answered_without_zxid: Option<(usize, Reply)>,
+    pub answered_without_zxid: Option<(usize, &'h Reply)>,
 }
 
-impl Operation {
+impl<'h> Operation<'h> {
     /// The zxid of its transaction: a write the server acknowledged as applied.
     pub fn applied_write(&self) -> Option<i64> {
         match &self.answered {
@@ -44,7 +44,7 @@ impl Operation {
     }
 
     /// Its reply and where it ended, with or without the header's zxid.
-    pub fn reply(&self) -> Option<(usize, &Reply)> {
+    pub fn reply(&self) -> Option<(usize, &'h Reply)> {
         match (&self.answered, &self.answered_without_zxid) {
             (Some((at, reply, _)), _) | (None, Some((at, reply))) => Some((*at, reply)),
             (None, None) => None,
@@ -53,7 +53,7 @@ impl Operation {
 }
 
 /// The operations of `history`, in the order they were issued.
-pub fn operations(history: &impl Entries) -> Vec<Operation> {
+pub fn operations<'h>(history: &'h impl Entries) -> Vec<Operation<'h>> {
     let mut ops = Vec::new();
     let mut open: BTreeMap<(u32, u64), usize> = BTreeMap::new();
     for (index, entry) in history.each().enumerate() {
@@ -68,7 +68,7 @@ pub fn operations(history: &impl Entries) -> Vec<Operation> {
                 ops.push(Operation {
                     client: *client,
                     session: *session,
-                    request: request.clone(),
+                    request,
                     invoked: index,
                     answered: None,
                     unknown: false,
@@ -85,10 +85,10 @@ pub fn operations(history: &impl Entries) -> Vec<Operation> {
                 };
                 match outcome {
                     OpOutcome::Reply { reply, zxid } if *zxid == OpOutcome::UNKNOWN_ZXID => {
-                        ops[op].answered_without_zxid = Some((index, reply.clone()));
+                        ops[op].answered_without_zxid = Some((index, reply));
                     }
                     OpOutcome::Reply { reply, zxid } => {
-                        ops[op].answered = Some((index, reply.clone(), *zxid));
+                        ops[op].answered = Some((index, reply, *zxid));
                     }
                     OpOutcome::Unknown => ops[op].unknown = true,
                     OpOutcome::Failed(_) => {}

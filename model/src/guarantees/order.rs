@@ -88,9 +88,9 @@ pub(super) fn one_transaction_per_zxid(history: &impl Entries, ops: &[Operation]
                     "two writes acknowledged with zxid {zxid:#x}: client {}'s {} and client {}'s \
                      {}",
                     first.client,
-                    request_text(&first.request),
+                    request_text(first.request),
                     op.client,
-                    request_text(&op.request)
+                    request_text(op.request)
                 ),
                 vec![first.invoked, *answered],
             ));
@@ -118,9 +118,9 @@ pub(super) fn linearizable_writes(history: &impl Entries, ops: &[Operation]) -> 
                 "client {}'s {} was acknowledged with zxid {earlier_zxid:#x} before client {}'s {} \
                  was issued, which was acknowledged with zxid {later_zxid:#x}",
                 earlier.client,
-                request_text(&earlier.request),
+                request_text(earlier.request),
                 later.client,
-                request_text(&later.request)
+                request_text(later.request)
             )
         })
     });
@@ -154,8 +154,8 @@ pub(super) fn single_system_image(history: &impl Entries, ops: &[Operation]) -> 
                      at zxid {later_zxid:#x} ({}), an older view",
                     session.0,
                     later.client,
-                    request_text(&earlier.request),
-                    request_text(&later.request)
+                    request_text(earlier.request),
+                    request_text(later.request)
                 )
             })
         });
@@ -200,8 +200,8 @@ pub(super) fn fifo_client_order(history: &impl Entries, ops: &[Operation]) -> Fi
                          at zxids {earlier_zxid:#x} and {later_zxid:#x}: out of order",
                         session.0,
                         later.client,
-                        request_text(&earlier.request),
-                        request_text(&later.request)
+                        request_text(earlier.request),
+                        request_text(later.request)
                     );
                     let earlier_at = earlier.answered.as_ref().map_or(0, |(at, ..)| *at);
                     violation =
@@ -222,7 +222,7 @@ pub(super) fn fifo_client_order(history: &impl Entries, ops: &[Operation]) -> Fi
 }
 
 /// The acknowledged sequential creates under one parent: (zxid, suffix, operation).
-type Creates<'a> = Vec<(i64, i32, &'a Operation)>;
+type Creates<'a> = Vec<(i64, i32, &'a Operation<'a>)>;
 
 /// **Sequential suffixes unique** (always): under one parent, the suffixes of acknowledged
 /// sequential creates are unique and grow with the zxid.
@@ -284,8 +284,8 @@ pub(super) fn sequential_suffixes(
                     format!(
                         "under {parent}, suffix {second:010} was created after suffix \
                          {first:010} ({} then {})",
-                        request_text(&a.request),
-                        request_text(&b.request)
+                        request_text(a.request),
+                        request_text(b.request)
                     ),
                     vec![a.invoked, b.invoked],
                 ));

@@ -25,9 +25,7 @@ use std::ops::Bound::{Excluded, Included};
 
 use zkh_recipes::{Request, SessionId};
 
-use super::first::Tracker;
-use super::ops::Operation;
-use super::{DURABILITY, ONE_TRANSACTION_PER_ZXID, SEQUENTIALLY_CONSISTENT_READS};
+use super::ONE_TRANSACTION_PER_ZXID;
 use crate::history::Entries;
 use crate::history_text::{request_text, result_text};
 use crate::properties::{Class, Finding};
@@ -88,35 +86,37 @@ fn not_judged(history: &impl Entries, logs: &CommitLogs) -> Option<&'static str>
     }
 }
 
-/// The logs merged by zxid, or the first zxid two servers applied differently.
+/// The logs merged by zxid, or the lowest zxid two servers applied differently.
 fn agreed(logs: &CommitLogs) -> Result<BTreeMap<i64, &Committed>, String> {
-    let mut merged: BTreeMap<i64, (usize, &Committed)> = BTreeMap::new();
-    for (server, log) in logs.applied.iter().enumerate() {
-        for (zxid, txn) in log {
-            match merged.get(zxid) {
-                Some((other, theirs)) if *theirs != txn => {
+    let mut all: Vec<(i64, usize, &Committed)> = (logs.applied.iter().enumerate())
+        .flat_map(|(server, log)| log.iter().map(move |(zxid, txn)| (*zxid, server, txn)))
+        .collect();
+    all.sort_by_key(|(zxid, server, _)| (*zxid, *server));
+    let mut merged: Vec<(i64, &Committed)> = Vec::with_capacity(all.len());
+    let mut first_of_zxid: Option<(i64, usize, &Committed)> = None;
+    for (zxid, server, txn) in all {
+        match first_of_zxid {
+            Some((at, other, theirs)) if at == zxid => {
+                if theirs != txn {
                     return Err(format!(
                         "servers {other} and {server} applied different transactions as zxid \
                          {zxid:#x}: {} and {}",
                         committed_text(theirs),
                         committed_text(txn)
-                    ))
+                    ));
                 }
-                Some(_) => {}
-                None => {
-                    merged.insert(*zxid, (server, txn));
-                }
+            }
+            _ => {
+                merged.push((zxid, txn));
+                first_of_zxid = Some((zxid, server, txn));
             }
         }
     }
-    Ok(merged
-        .into_iter()
-        .map(|(zxid, (_, txn))| (zxid, txn))
-        .collect())
+    Ok(merged.into_iter().collect())
 }
 
 /// A reply in words (`ok children [a, b]`, `error NoNode`).
-fn reply_text(reply: &Reply) -> String {
+pub(super) fn reply_text(reply: &Reply) -> String {
     match reply {
         Reply::Ok(response) => result_text(&Ok(response.clone())),
         Reply::Error(error) => result_text(&Err(*error)),
@@ -192,19 +192,19 @@ pub(super) fn servers_agree(agreed: &Agreed<'_>, clients: Finding) -> Finding {
 
 /// Replays the agreed order into a fresh tree, one transaction at a time, checking that each
 /// takes the zxid the servers gave it.
-struct Replay<'b, 'a> {
-    model: ZkModel,
+pub(super) struct Replay<'b, 'a> {
+    pub(super) model: ZkModel,
     order: &'b BTreeMap<i64, &'a Committed>,
     /// The zxid of the last transaction applied.
     done: i64,
     /// The watches the transactions fired (set by the reads answered again in the replay), with
     /// the zxid that fired each, not yet taken.
-    fired: Vec<(i64, Notification)>,
+    pub(super) fired: Vec<(i64, Notification)>,
 }
 
 impl<'b, 'a> Replay<'b, 'a> {
     /// A fresh tree, to replay `order` into.
-    fn new(order: &'b BTreeMap<i64, &'a Committed>) -> Self {
+    pub(super) fn new(order: &'b BTreeMap<i64, &'a Committed>) -> Self {
         Replay {
             model: ZkModel::new(),
             order,
@@ -215,7 +215,7 @@ impl<'b, 'a> Replay<'b, 'a> {
 
     /// Applies every transaction up to `zxid` (called with zxids that never go down); an error
     /// names one the replay could not apply as the servers did.
-    fn up_to(&mut self, zxid: i64) -> Result<(), String> {
+    pub(super) fn up_to(&mut self, zxid: i64) -> Result<(), String> {
         if zxid <= self.done {
             return Ok(());
         }
@@ -270,75 +270,9 @@ impl<'b, 'a> Replay<'b, 'a> {
     }
 }
 
-/// **Durability** (always): a write that was acknowledged is in the agreed order, as that
-/// session's write at the zxid its reply carried; and every server's state at the end of the
-/// run (its disk, running or not) is the agreed order replayed up to its last zxid: nothing a
-/// server applied, and so nothing a client was answered, was rolled back (Programmer's Guide,
-/// "ZooKeeper guarantees": reliability; Zab: a committed transaction survives leader changes).
-pub(super) fn durability(
-    history: &impl Entries,
-    ops: &[Operation],
-    logs: &CommitLogs,
-    agreed: &Agreed<'_>,
-) -> Finding {
-    let order = match order_or_unjudged(agreed, DURABILITY) {
-        Ok(order) => order,
-        Err(unjudged) => return unjudged,
-    };
-    let acknowledged: Vec<&Operation> = ops
-        .iter()
-        .filter(|op| op.applied_write().is_some())
-        .collect();
-    for op in &acknowledged {
-        let zxid = op.applied_write().expect("filtered on it");
-        let kept = matches!(order.get(&zxid), Some(Committed::Write { session, request })
-            if *session == op.session && *request == op.request);
-        if !kept {
-            let at = op.answered.as_ref().map_or(op.invoked, |(at, ..)| *at);
-            let detail = format!(
-                "client {}'s {} was acknowledged at zxid {zxid:#x}, and no server applied it \
-                 there",
-                op.client,
-                request_text(&op.request)
-            );
-            return Finding::new(DURABILITY, Class::Always, Some(detail), String::new)
-                .with_evidence(history, vec![op.invoked, at]);
-        }
-    }
-    let mut finals: Vec<&(u32, ZkModel)> = logs.finals.iter().collect();
-    finals.sort_by_key(|(server, model)| (model.last_zxid(), *server));
-    let transactions = order.len();
-    let mut replay = Replay::new(order);
-    for (server, model) in &finals {
-        let zxid = model.last_zxid();
-        let diverged = match replay.up_to(zxid) {
-            Err(detail) => Some(detail),
-            Ok(()) => first_difference(model, &replay.model).map(|path| {
-                format!(
-                    "server {server} ended at zxid {zxid:#x} with {path} not as the agreed \
-                     order of every server's commits has it: a transaction some server applied \
-                     was rolled back"
-                )
-            }),
-        };
-        if let Some(detail) = diverged {
-            return Finding::new(DURABILITY, Class::Always, Some(detail), String::new);
-        }
-    }
-    let summary = || {
-        format!(
-            "{} acknowledged writes in the agreed order of {transactions} transactions, and {} \
-             servers' final states its prefixes",
-            acknowledged.len(),
-            finals.len()
-        )
-    };
-    Finding::new(DURABILITY, Class::Always, None, summary)
-}
-
 /// The deepest path whose node differs between the two trees (or is in one only): a parent
 /// differs only by its children's counts, the child is what changed.
-fn first_difference(ours: &ZkModel, agreed: &ZkModel) -> Option<String> {
+pub(super) fn first_difference(ours: &ZkModel, agreed: &ZkModel) -> Option<String> {
     let (a, b) = (ours.tree(), agreed.tree());
     if a == b {
         return None;
@@ -355,83 +289,6 @@ fn first_difference(ours: &ZkModel, agreed: &ZkModel) -> Option<String> {
         })
         .map(str::to_owned)
         .or_else(|| Some("the tree".to_owned()))
-}
-
-/// **Sequentially consistent reads** (always): see the module docs. The same replay tells
-/// `watches` where each watch the reads set fires first (module `first`); it is left unjudged
-/// where the replay stopped.
-pub(super) fn sequentially_consistent_reads(
-    history: &impl Entries,
-    ops: &[Operation],
-    agreed: &Agreed<'_>,
-    watches: &mut Tracker,
-) -> Finding {
-    let order = match order_or_unjudged(agreed, SEQUENTIALLY_CONSISTENT_READS) {
-        Ok(order) => order,
-        Err(unjudged) => {
-            watches.unjudged(unjudged.detail.clone());
-            return unjudged;
-        }
-    };
-    let transactions = order.len();
-    let mut reads: Vec<(usize, &Operation)> = (ops.iter().enumerate())
-        .filter(|(_, op)| !op.request.is_write() && !matches!(op.request, Request::Sync { .. }))
-        .filter(|(_, op)| op.answered.is_some())
-        .collect();
-    reads.sort_by_key(|(_, op)| op.answered.as_ref().map(|(at, _, zxid)| (*zxid, *at)));
-    let mut replay = Replay::new(order);
-    let mut violation = None;
-    for &(index, op) in &reads {
-        let Some((at, reply, zxid)) = &op.answered else {
-            continue;
-        };
-        if let Err(detail) = replay.up_to(*zxid) {
-            violation = Some((detail, vec![*at]));
-            break;
-        }
-        watches.fired(replay.fired.drain(..));
-        let expected = replay.model.apply(op.session, &op.request).reply;
-        watches.read(index, op, replay.model.watches());
-        if expected != *reply {
-            let (got, want) = match (reply_text(reply), reply_text(&expected)) {
-                // The words leave the stat out; where only it differs, show it.
-                (got, want) if got == want => (format!("{reply:?}"), format!("{expected:?}")),
-                words => words,
-            };
-            let detail = format!(
-                "client {} read {} at zxid {zxid:#x} and was answered {got}; the tree after the \
-                 agreed transactions up to that zxid answers {want}",
-                op.client,
-                request_text(&op.request)
-            );
-            violation = Some((detail, vec![op.invoked, *at]));
-            break;
-        }
-    }
-    // The watches the last reads set fire after them: the replay goes on to the end (durability
-    // judges a replay that cannot).
-    let last = order.keys().next_back().copied().unwrap_or(i64::MIN);
-    match violation.is_none().then(|| replay.up_to(last)) {
-        Some(Ok(())) => watches.fired(replay.fired.drain(..)),
-        _ => watches.unjudged("not judged: the replay of the agreed order stopped".to_owned()),
-    }
-    let summary = || {
-        format!(
-            "{} answered reads, each as the agreed order of {transactions} transactions had \
-             the tree at its zxid",
-            reads.len()
-        )
-    };
-    match violation {
-        Some((detail, evidence)) => Finding::new(
-            SEQUENTIALLY_CONSISTENT_READS,
-            Class::Always,
-            Some(detail),
-            summary,
-        )
-        .with_evidence(history, evidence),
-        None => Finding::new(SEQUENTIALLY_CONSISTENT_READS, Class::Always, None, summary),
-    }
 }
 
 /// The `sometimes` check [`CONTAINER_REAPED`] of a recipe's run: some server's container manager

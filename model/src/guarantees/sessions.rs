@@ -60,7 +60,7 @@ pub(super) fn session_end_is_final(
                 "client {}'s {} under session {:#x} was answered ok at zxid {zxid:#x}, after the \
                  session ended at zxid {end:#x}",
                 op.client,
-                request_text(&op.request),
+                request_text(op.request),
                 op.session.0
             );
             return Finding::new(

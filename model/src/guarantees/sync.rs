@@ -91,14 +91,14 @@ pub(super) fn sync_then_read(history: &impl Entries, ops: &[Operation]) -> Findi
             let what = if is_sync {
                 "the sync itself was answered".to_owned()
             } else {
-                format!("then {} was answered", request_text(&op.request))
+                format!("then {} was answered", request_text(op.request))
             };
             let detail = format!(
                 "client {} synced after client {}'s {} was acknowledged at zxid {needed:#x}; \
                  {what} at zxid {zxid:#x}, without it",
                 op.client,
                 write.client,
-                request_text(&write.request)
+                request_text(write.request)
             );
             let written = write
                 .answered

@@ -25,22 +25,22 @@ use crate::history_text::request_text;
 use crate::request::Reply;
 
 /// The path and stat a successful reply shows, if it shows one.
-fn shown(op: &Operation, reply: &Reply) -> Option<(String, Stat)> {
-    let path = |request: &zkh_recipes::Request| match request {
+fn shown<'h>(op: &Operation<'h>, reply: &'h Reply) -> Option<(&'h str, Stat)> {
+    let path = |request: &'h zkh_recipes::Request| match request {
         zkh_recipes::Request::Exists { path, .. }
         | zkh_recipes::Request::GetData { path, .. }
         | zkh_recipes::Request::GetChildren { path, .. }
-        | zkh_recipes::Request::SetData { path, .. } => Some(path.clone()),
+        | zkh_recipes::Request::SetData { path, .. } => Some(path.as_str()),
         _ => None,
     };
     match reply {
-        Reply::Ok(Response::Created(created)) => Some((created.path.clone(), created.stat)),
+        Reply::Ok(Response::Created(created)) => Some((created.path.as_str(), created.stat)),
         Reply::Ok(
             Response::Exists(Some(stat))
             | Response::Data(_, stat)
             | Response::Children(_, stat)
             | Response::SetData(stat),
-        ) => Some((path(&op.request)?, *stat)),
+        ) => Some((path(op.request)?, *stat)),
         _ => None,
     }
 }
@@ -63,8 +63,11 @@ fn older(seen: View, later: View) -> Option<&'static str> {
 
 /// The first read of a session, in the order issued, that showed a node older than a reply the
 /// session had taken before issuing it: its description and evidence.
-pub(super) fn older_node_view(ops: &[Operation], piece: &[usize]) -> Option<(String, Vec<usize>)> {
-    let mut sessions: BTreeMap<SessionId, Vec<&Operation>> = BTreeMap::new();
+pub(super) fn older_node_view<'h>(
+    ops: &[Operation<'h>],
+    piece: &[usize],
+) -> Option<(String, Vec<usize>)> {
+    let mut sessions: BTreeMap<SessionId, Vec<&Operation<'h>>> = BTreeMap::new();
     for op in ops.iter().filter(|op| op.reply().is_some()) {
         sessions.entry(op.session).or_default().push(op);
     }
@@ -73,7 +76,7 @@ pub(super) fn older_node_view(ops: &[Operation], piece: &[usize]) -> Option<(Str
         by_answer.sort_by_key(|op| op.reply().map_or(usize::MAX, |(at, _)| at));
         let mut next = 0;
         // Per (piece, path): the newest view the session had been shown, and where.
-        let mut seen: BTreeMap<(usize, String), (View, usize, &Operation)> = BTreeMap::new();
+        let mut seen: BTreeMap<(usize, &str), (View, usize, &Operation)> = BTreeMap::new();
         for later in issued {
             while let Some(earlier) = by_answer.get(next) {
                 let Some((at, reply)) = earlier.reply() else {
@@ -101,7 +104,7 @@ pub(super) fn older_node_view(ops: &[Operation], piece: &[usize]) -> Option<(Str
                 continue;
             };
             let view = (stat.czxid, stat.mzxid, stat.pzxid);
-            let Some((before, before_at, earlier)) = seen.get(&(piece[at], path.clone())) else {
+            let Some((before, before_at, earlier)) = seen.get(&(piece[at], path)) else {
                 continue;
             };
             if let Some(how) = older(*before, view) {
@@ -114,11 +117,11 @@ pub(super) fn older_node_view(ops: &[Operation], piece: &[usize]) -> Option<(Str
                     before.0,
                     before.1,
                     before.2,
-                    request_text(&earlier.request),
+                    request_text(earlier.request),
                     view.0,
                     view.1,
                     view.2,
-                    request_text(&later.request),
+                    request_text(later.request),
                 );
                 return Some((detail, vec![*before_at, later.invoked, at]));
             }

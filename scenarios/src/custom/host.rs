@@ -62,7 +62,7 @@ async fn host<R: SimRecipe>(
         .map(|property| property.judge(&history))
         .collect();
     findings.push(sometimes::reply_lost(&history));
-    let guarantees = zkh_model::guarantees::judge(&history, &cluster.commit_logs());
+    let guarantees = crate::runner::guarantees(&history, &cluster.commit_logs());
     Ran {
         history,
         findings,

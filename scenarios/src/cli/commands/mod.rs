@@ -300,6 +300,11 @@ pub struct SweepArgs {
     /// Stop at the first seed that does not end as its scenario expects.
     #[arg(long)]
     pub fail_fast: bool,
+    /// Do not judge ZooKeeper's guarantees: only to measure what judging them costs, side by
+    /// side with the same sweep judging them (docs/performance.md). Hidden: such a sweep
+    /// cannot tell a fault of the simulated ensemble from a recipe's.
+    #[arg(long, hide = true)]
+    pub without_guarantees: bool,
 }
 
 /// `zkharness report`.

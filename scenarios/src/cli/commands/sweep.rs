@@ -84,6 +84,9 @@ fn raise(worst: &mut Option<u8>, code: u8) {
 }
 
 pub(super) fn sweep(args: SweepArgs) -> ExitCode {
+    if args.without_guarantees {
+        crate::runner::skip_guarantees_for_the_benchmark();
+    }
     let files = match scenario_files(&args.scenarios) {
         Ok(files) => files,
         Err(message) => {
