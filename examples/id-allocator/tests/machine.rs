@@ -23,6 +23,34 @@ mod model {
             .assert_pass();
     }
 
+    /// A failing `assert_pass` writes the counterexample's steps under `target/zkh/model/` and
+    /// names the file and the command that runs the test again.
+    #[test]
+    fn a_failing_check_writes_its_counterexample_and_names_the_command() {
+        let verdict = model(workload(Variant::Unversioned))
+            .clients(2)
+            .faults("none")
+            .check();
+        let panic = std::panic::catch_unwind(|| verdict.assert_pass()).expect_err("it fails");
+        let message = (panic.downcast_ref::<String>()).expect("a formatted message");
+        let test = "model::a_failing_check_writes_its_counterexample_and_names_the_command";
+        assert!(
+            message.contains(&format!(
+                "rerun: cargo test -p zkh-example-id-allocator -- --exact {test}"
+            )),
+            "{message}"
+        );
+        let file = (message.split("its steps: ").nth(1))
+            .and_then(|rest| rest.split(';').next())
+            .unwrap_or_else(|| panic!("names its file: {message}"));
+        let steps = std::fs::read_to_string(file).expect("the counterexample was written");
+        assert!(
+            steps.starts_with("ids unique violated, 2 clients, faults none"),
+            "{steps}"
+        );
+        assert!(steps.contains("\n   1. "), "its steps, numbered: {steps}");
+    }
+
     #[test]
     fn each_known_bad_variant_is_caught() {
         model(workload(Variant::Unversioned))

@@ -336,7 +336,7 @@ fn say(line: std::fmt::Arguments<'_>) {
 const BROKEN_PIPE: u8 = 141;
 
 mod budgets;
-mod check;
+pub(crate) mod check;
 mod check_html;
 mod commands;
 pub(crate) mod machines;

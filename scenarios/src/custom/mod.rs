@@ -199,3 +199,27 @@ impl ConfigError {
         }
     }
 }
+
+/// The `cargo test` command that runs the test running now, alone (cargo's harness names each
+/// test's thread after it).
+pub(crate) fn test_command() -> String {
+    let test = std::thread::current()
+        .name()
+        .filter(|name| *name != "main")
+        .map(str::to_owned)
+        .unwrap_or_default();
+    let package = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| "YOUR_CRATE".to_owned());
+    format!("cargo test -p {package} -- --exact {test}")
+}
+
+/// The build's `target` folder: `CARGO_TARGET_DIR`, or the one this test binary is in
+/// (`target/<profile>/deps/<binary>`).
+pub(crate) fn target_dir() -> std::path::PathBuf {
+    if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
+        return std::path::PathBuf::from(dir);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.to_owned()))
+        .unwrap_or_else(|| std::path::PathBuf::from("target"))
+}

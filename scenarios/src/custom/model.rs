@@ -19,6 +19,10 @@
 //! gave up at its limits fails `assert_pass` and says which limit, so that a user does not take
 //! "too big" for "safe". [`ModelCheck::walks`] checks by random walks instead, for spaces the
 //! exhaustive search cannot finish.
+//!
+//! A failing assertion writes the counterexample, each step described, to
+//! `target/zkh/model/<test>.txt`, and its message names that file and the one command that runs
+//! the test again (the check is deterministic: the same search finds the same path).
 
 use zkh_model::check::{
     check_within, walk, Acting, FaultBudget, Limits, RecipeModel, Verdict, WalkLimits, WalkVerdict,
@@ -99,9 +103,17 @@ impl<W: Workload> ModelCheck<W> {
             None => Found::Search(check_within(&model, self.limits)),
             Some(limits) => Found::Walks(walk(&model, limits)),
         };
+        let path = match &found {
+            Found::Search(v) => v.violation.as_ref().map(|v| &v.path),
+            Found::Walks(v) => v.violation.as_ref().map(|v| &v.path),
+        };
+        let steps = path.map(|path| crate::cli::check::replay(&model, path).1);
         ModelVerdict {
             faults: self.faults,
+            clients: self.clients,
             found,
+            steps,
+            test: super::test_command(),
         }
     }
 }
@@ -117,7 +129,12 @@ enum Found {
 #[derive(Debug)]
 pub struct ModelVerdict {
     faults: String,
+    clients: usize,
     found: Found,
+    /// The counterexample's steps, described, if one was found.
+    steps: Option<Vec<String>>,
+    /// The command that runs the test that made this check, alone.
+    test: String,
 }
 
 impl ModelVerdict {
@@ -138,8 +155,9 @@ impl ModelVerdict {
     pub fn assert_pass(&self) {
         if let Some((property, steps)) = self.violation() {
             panic!(
-                "under {}: VIOLATION of {property}, a counterexample of {steps} steps",
-                self.faults
+                "under {}: VIOLATION of {property}, a counterexample of {steps} steps{}",
+                self.faults,
+                self.written(property)
             );
         }
         let unreached = match &self.found {
@@ -169,10 +187,38 @@ impl ModelVerdict {
         match self.violation() {
             Some((found, _)) if found == property => {}
             Some((found, steps)) => panic!(
-                "under {}: expected a violation of {property}, found {found} ({steps} steps)",
-                self.faults
+                "under {}: expected a violation of {property}, found {found} ({steps} steps){}",
+                self.faults,
+                self.written(found)
             ),
             None => panic!("under {}: no violation of {property} found", self.faults),
+        }
+    }
+}
+
+impl ModelVerdict {
+    /// Writes the counterexample of a violation of `property` to `target/zkh/model/<test>.txt`:
+    /// where it went and the command that runs the test again, for a failure's message.
+    fn written(&self, property: &str) -> String {
+        let Some(steps) = &self.steps else {
+            return String::new();
+        };
+        let test = self.test.rsplit(' ').next().unwrap_or("model");
+        let name = if test.is_empty() { "model" } else { test };
+        let file = (super::target_dir().join("zkh").join("model"))
+            .join(format!("{}.txt", name.replace("::", "-")));
+        let mut text = format!(
+            "{property} violated, {} clients, faults {}\nrerun: {}\n\n",
+            self.clients, self.faults, self.test
+        );
+        for (index, step) in steps.iter().enumerate() {
+            text.push_str(&format!("{:>4}. {step}\n", index + 1));
+        }
+        let written = std::fs::create_dir_all(file.parent().expect("a folder"))
+            .and_then(|()| std::fs::write(&file, text));
+        match written {
+            Ok(()) => format!("; its steps: {}; rerun: {}", file.display(), self.test),
+            Err(error) => format!("; its steps not written ({error}); rerun: {}", self.test),
         }
     }
 }

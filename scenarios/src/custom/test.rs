@@ -244,7 +244,7 @@ impl SimRuns {
     /// Writes `run`'s report and timeline under `target/zkh/<recipe>/`, as `zkharness run
     /// --out` does (so that the user's own binary replays, shrinks and renders it).
     fn write(&self, scenario: &Ran, run: &RunResult) -> PathBuf {
-        let dir = target_dir().join("zkh").join(self.recipe);
+        let dir = super::target_dir().join("zkh").join(self.recipe);
         let report = runner::report(&scenario.path, &scenario.loaded, run, rerun(run.seed));
         runner::write_report(&dir, &report)
             .unwrap_or_else(|error| PathBuf::from(format!("(not written: {error})")))
@@ -263,25 +263,10 @@ fn sometimes_names(runs: &[RunResult]) -> Vec<&str> {
     names
 }
 
-/// The command that reruns `seed` of the test running now (its thread is named after it).
+/// The command that reruns `seed` of the test running now.
 fn rerun(seed: u64) -> String {
-    let test = std::thread::current()
-        .name()
-        .filter(|name| *name != "main")
-        .map(str::to_owned)
-        .unwrap_or_default();
-    let package = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| "YOUR_CRATE".to_owned());
-    format!("ZKH_SEED={seed} RUSTFLAGS=\"--cfg madsim\" cargo test -p {package} -- --exact {test}")
-}
-
-/// The build's `target` folder: `CARGO_TARGET_DIR`, or the one this test binary is in
-/// (`target/<profile>/deps/<binary>`).
-fn target_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
-        return PathBuf::from(dir);
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.to_owned()))
-        .unwrap_or_else(|| PathBuf::from("target"))
+    format!(
+        "ZKH_SEED={seed} RUSTFLAGS=\"--cfg madsim\" {}",
+        super::test_command()
+    )
 }
