@@ -95,6 +95,8 @@ fn a_run_writes_a_report_that_replays_and_shrinks() {
         regression.contains("[workload.config]\npause_ms = 50"),
         "{regression}"
     );
+    // The built-ins' fencing knob is not written into a recipe that has no resource to fence.
+    assert!(!regression.contains("fenced"), "{regression}");
     let seed = (regression.lines())
         .find_map(|line| line.strip_prefix("seeds = ["))
         .and_then(|rest| rest.strip_suffix(']'))

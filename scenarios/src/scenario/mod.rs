@@ -156,6 +156,10 @@ fn yes() -> bool {
     true
 }
 
+fn is_yes(value: &bool) -> bool {
+    *value
+}
+
 fn a_minute() -> u64 {
     zkh_sim::fault::CONTAINER_CHECK_INTERVAL_MS
 }
@@ -185,8 +189,9 @@ pub struct WorkloadSpec {
     /// The clients' session timeout.
     #[serde(default = "four_seconds")]
     pub session_timeout_ms: u64,
-    /// Whether the resource refuses tokens older than one it has seen (fencing).
-    #[serde(default = "yes")]
+    /// Whether the resource refuses tokens older than one it has seen (fencing). Written back
+    /// only when off (a user's recipe, which has no such resource, never shows it).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub fenced: bool,
     /// Whether a client that cannot reconnect ends its session on its own: `never` (the Java
     /// client: only a server's answer ends it), `curator` (one session timeout after the
