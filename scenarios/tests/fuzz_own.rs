@@ -5,6 +5,9 @@
 //! files.)
 
 use proptest::prelude::*;
+
+mod proptest_config;
+use proptest_config::fixed;
 use serde::Deserialize;
 use zkh_model::properties::Class;
 use zkh_recipes::{CreateMode, ZkClient};
@@ -154,14 +157,6 @@ fn the_unchanged_files_are_read() {
         .properties()[0]
         .class;
     assert_eq!(class, Class::Always);
-}
-
-fn fixed(cases: u32) -> ProptestConfig {
-    let mut config = ProptestConfig::with_cases(cases);
-    if config.rng_seed == proptest::test_runner::RngSeed::Random {
-        config.rng_seed = proptest::test_runner::RngSeed::Fixed(0);
-    }
-    config
 }
 
 proptest! {

@@ -8,6 +8,9 @@
 use std::path::Path;
 
 use proptest::prelude::*;
+
+mod proptest_config;
+use proptest_config::fixed;
 use zkh_scenarios::scenario::parse;
 
 /// Every scenario file the project ships, with its text.
@@ -133,16 +136,6 @@ fn phases_whose_sum_overflows_are_refused_not_wrapped() {
             && error.contains("faults.scripted[0].fault.duration_ms: expected 1 to 500000 ms"),
         "{error}"
     );
-}
-
-/// `cases` cases from a fixed seed, so that CI runs the same cases each time;
-/// `PROPTEST_RNG_SEED=N` explores others.
-fn fixed(cases: u32) -> ProptestConfig {
-    let mut config = ProptestConfig::with_cases(cases);
-    if config.rng_seed == proptest::test_runner::RngSeed::Random {
-        config.rng_seed = proptest::test_runner::RngSeed::Fixed(0);
-    }
-    config
 }
 
 proptest! {
