@@ -42,16 +42,16 @@ fn op_kind(request: &Request) -> Option<(OpKind, &str)> {
     })
 }
 
-/// The simulator's directory for the model's recipe directory of `recipe`.
-fn sim_dir(recipe: &Recipe) -> &'static str {
+/// The simulator's directory for the model's recipe directory of `recipe`: a built-in's
+/// differ; a machine recipe's are the same in both engines (its workload's own, made by each
+/// client in the simulator too), so there is nothing to map.
+fn sim_dir(recipe: &Recipe) -> Option<&'static str> {
     match recipe.kind {
-        RecipeKind::Lock(_) => paths::LOCK_DIR,
-        RecipeKind::Latch(_) => paths::LATCH_DIR,
-        RecipeKind::Election(_) | RecipeKind::Job(_) => paths::JOB_DIR,
-        RecipeKind::Master(_) => paths::APP_DIR,
-        RecipeKind::Machine(name) => {
-            unreachable!("{name}: `check --export` refuses a machine recipe")
-        }
+        RecipeKind::Lock(_) => Some(paths::LOCK_DIR),
+        RecipeKind::Latch(_) => Some(paths::LATCH_DIR),
+        RecipeKind::Election(_) | RecipeKind::Job(_) => Some(paths::JOB_DIR),
+        RecipeKind::Master(_) => Some(paths::APP_DIR),
+        RecipeKind::Machine(_) => None,
     }
 }
 
@@ -61,7 +61,9 @@ pub fn export(recipe: &Recipe, violation: &str, path: &[Action], command: &str) 
     any_model!(recipe, model => export_from(recipe, &model, violation, path, command))
 }
 
-fn export_from<W: Workload>(
+/// [`export`] with the checked `model` at hand: a built-in recipe's or a registered machine
+/// recipe's (whose workload type only its registration knows).
+pub(crate) fn export_from<W: Workload>(
     recipe: &Recipe,
     model: &RecipeModel<W>,
     violation: &str,
@@ -69,8 +71,10 @@ fn export_from<W: Workload>(
     command: &str,
 ) -> ScenarioFile {
     use stateright::Model;
-    let model_dir = format!("{}/", recipe.dir());
-    let sim_dir = format!("{}/", sim_dir(recipe));
+    // A trigger names the recipe's directory (what is below it, sequence numbers, differs from
+    // run to run), at the simulator's path for it.
+    let model_dir = format!("{}/", model.workload.dir());
+    let sim_dir = sim_dir(recipe).map_or_else(|| model_dir.clone(), |dir| format!("{dir}/"));
     let prefix_of = |path: &str| match path.strip_prefix(&model_dir) {
         Some(_) => sim_dir.clone(),
         None => path.to_owned(),
@@ -147,14 +151,12 @@ fn export_from<W: Workload>(
             .expect("a counterexample's actions are enabled");
     }
     let recipe_name = match recipe.kind {
-        RecipeKind::Lock(_) => RecipeName::Lock,
-        RecipeKind::Latch(_) => RecipeName::Latch,
-        RecipeKind::Election(_) => RecipeName::Election,
-        RecipeKind::Master(_) => RecipeName::Master,
-        RecipeKind::Job(_) => RecipeName::Job,
-        RecipeKind::Machine(name) => {
-            unreachable!("{name}: `check --export` refuses a machine recipe")
-        }
+        RecipeKind::Lock(_) => RecipeName::Lock.as_str(),
+        RecipeKind::Latch(_) => RecipeName::Latch.as_str(),
+        RecipeKind::Election(_) => RecipeName::Election.as_str(),
+        RecipeKind::Master(_) => RecipeName::Master.as_str(),
+        RecipeKind::Job(_) => RecipeName::Job.as_str(),
+        RecipeKind::Machine(name) => name,
     };
     let is_leader = matches!(
         recipe.kind,
@@ -170,7 +172,8 @@ fn export_from<W: Workload>(
         zkh_model::check::ORPHANS,
         zkh_model::check::PROGRESS,
     ]
-    .contains(&violation);
+    .contains(&violation)
+        || !judged_by_the_simulator(recipe, violation);
     let description = if model_only {
         format!(
             "{} {}: the model checker's counterexample of \"{violation}\" (the simulator judges \
@@ -181,7 +184,8 @@ fn export_from<W: Workload>(
                 zkh_model::check::LIVELOCK => "requests that never stop",
                 zkh_model::check::OWNERSHIP => "the client's node after the fault",
                 zkh_model::check::ORPHANS => "a node its client no longer knows of",
-                _ => "the application that never acts",
+                zkh_model::check::PROGRESS => "the application that never acts",
+                _ => "what the property is about",
             }
         )
     } else {
@@ -193,13 +197,15 @@ fn export_from<W: Workload>(
     ScenarioFile {
         description,
         workload: WorkloadSpec {
-            recipe: recipe_name.as_str().to_owned(),
+            recipe: recipe_name.to_owned(),
             variant: recipe.variant.clone(),
             servers: 3,
             clients: recipe.clients as u32,
             session_timeout_ms: 4000,
-            // The model judged the recipe, not fencing.
-            fenced: recipe.acting == Acting::Fenced,
+            // The model judged the recipe, not fencing (a machine recipe has no resource to
+            // fence: the default, which the file leaves out).
+            fenced: recipe.acting == Acting::Fenced
+                || matches!(recipe.kind, RecipeKind::Machine(_)),
             local_expiry: Default::default(),
             container_check_interval_ms: zkh_sim::fault::CONTAINER_CHECK_INTERVAL_MS,
             stock: None,
@@ -231,6 +237,20 @@ fn export_from<W: Workload>(
             not_exported,
         }),
     }
+}
+
+/// Whether the simulator judges `property` for `recipe`: a built-in's properties are the
+/// model's; a machine recipe's are those its registration gives the simulator.
+fn judged_by_the_simulator(recipe: &Recipe, property: &str) -> bool {
+    let RecipeKind::Machine(name) = recipe.kind else {
+        return true;
+    };
+    let Some(registration) = crate::scenario::registered(name) else {
+        return false;
+    };
+    let variant = (registration.variants().iter()).find(|v| **v == recipe.variant);
+    let workload = variant.and_then(|variant| registration.workload(variant, None).ok());
+    workload.is_some_and(|w| w.properties().iter().any(|p| p.name == property))
 }
 
 /// `scenario` as the text of a scenario file.

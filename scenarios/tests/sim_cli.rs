@@ -407,6 +407,31 @@ fn each_outcome_has_its_exit_code() {
     std::fs::remove_dir_all(&out).expect("clean up");
 }
 
+/// A registered machine recipe's counterexample (`lock-model`, the lock's model workload)
+/// exports as a scenario of the machine recipe, whose paths are the same in both engines, and
+/// the simulator reproduces it.
+#[test]
+fn a_machine_recipes_exported_counterexample_reproduces_in_the_simulator() {
+    let out = temp("export-machine");
+    let file = out.join("lock-model-herd.toml");
+    let path = file.to_str().expect("utf-8");
+    let (code, stdout, _) = zkharness(&[
+        "check",
+        "lock-model",
+        "--variant",
+        "herd",
+        "--faults",
+        "none",
+        "--export",
+        path,
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+    let (code, swept, _) = zkharness(&["sweep", path, "--out", out.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "caught as the file expects: {swept}");
+    assert!(swept.contains("caught@"), "{swept}");
+    std::fs::remove_dir_all(&out).expect("clean up");
+}
+
 #[test]
 fn an_exported_counterexample_runs_as_a_scenario_and_reproduces_within_10_seeds() {
     let out = temp("export");

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::export::to_toml;
 use crate::known_bad::{known_bad, model_finding, simulator_only};
-use crate::{export, Recipe, RecipeKind};
+use crate::{Recipe, RecipeKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
@@ -110,7 +110,9 @@ pub(crate) fn run_check<W: Workload>(
         })
     });
     if let (Some(path), Some(violation)) = (&args.export, &verdict.violation) {
-        if let Err(message) = write_scenario(path, recipe, violation.property, &violation.path) {
+        if let Err(message) =
+            write_scenario(path, recipe, &model, violation.property, &violation.path)
+        {
             eprintln!("zkharness: {message}");
             return ExitCode::from(BAD_INPUT);
         }
@@ -499,15 +501,16 @@ pub(crate) fn replay<W: Workload>(
 }
 
 /// Writes a counterexample as a scenario file (TOML) that `zkharness run` runs.
-pub(crate) fn write_scenario(
+pub(crate) fn write_scenario<W: Workload>(
     file: &std::path::Path,
     recipe: &Recipe,
+    model: &RecipeModel<W>,
     property: &str,
     path: &[Action],
 ) -> Result<(), String> {
     let command: Vec<String> = std::env::args().skip(1).collect();
     let command = format!("zkharness {}", command.join(" "));
-    let scenario = export(recipe, property, path, &command);
+    let scenario = crate::export::export_from(recipe, model, property, path, &command);
     std::fs::write(file, to_toml(&scenario))
         .map_err(|error| format!("cannot write {}: {error}", file.display()))
 }

@@ -5,9 +5,9 @@
 //! carries, monomorphised for it, what `check` and `explore` do with a model: the plain search
 //! (`run_check`), one budget of the standard set (`budgets::one_budget`), and the Explorer. The
 //! command line looks a recipe name up here when it is none of the five built in
-//! ([`crate::RecipeKind::Machine`]). Not offered: `check --export` (a machine recipe's paths are
-//! the same in both engines, but the export writes a built-in recipe's scenario tables) and the
-//! sharded job's `--items` and `--cycles`.
+//! ([`crate::RecipeKind::Machine`]). `check --export` writes a scenario of the machine recipe
+//! itself (its paths are the same in both engines: nothing to map). Not offered: the sharded
+//! job's `--items` and `--cycles`.
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;

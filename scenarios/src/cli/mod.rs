@@ -383,15 +383,6 @@ pub fn main() -> ExitCode {
                 .iter()
                 .any(|id| given.value_source(id) == Some(ValueSource::CommandLine));
             match (&args.budgets, one_search) {
-                _ if args.export.is_some()
-                    && machines::registered(&args.model.recipe).is_some() =>
-                {
-                    Err(format!(
-                        "--export writes a built-in recipe's scenario; {} is a machine recipe: \
-                         run its counterexample's faults in a scenario of its own",
-                        args.model.recipe
-                    ))
-                }
                 (Some(spec), _) => Ok(budgets::run_budgets(&args, spec)),
                 (None, false) => Ok(budgets::run_budgets(&args, budgets::STANDARD)),
                 (None, true) => parse(&args.model).map(|recipe| match recipe.kind {

@@ -59,7 +59,9 @@ pub(crate) fn run_walks<W: Workload>(
     let seconds = started.elapsed().as_secs_f64();
     let final_state = (verdict.violation.as_ref()).map(|violation| replay(&model, &violation.path));
     if let (Some(path), Some(violation)) = (&args.export, &verdict.violation) {
-        if let Err(message) = write_scenario(path, recipe, violation.property, &violation.path) {
+        if let Err(message) =
+            write_scenario(path, recipe, &model, violation.property, &violation.path)
+        {
             eprintln!("zkharness: {message}");
             return ExitCode::from(BAD_INPUT);
         }
