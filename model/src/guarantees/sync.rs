@@ -1,9 +1,9 @@
 //! **A read after sync is up to date**: ZooKeeper's reads are served from the server a client
 //! is connected to, which may lag the leader; a client that must see every write completed
-//! before some moment calls `sync` and then reads (Programmer's Guide, "ZooKeeper guarantees"
-//! and the `sync` API: "sync ... waits for the server to be caught up with the leader";
-//! ZooKeeper paper, Hunt et al., ATC 2010, 2.3: "sync causes a server to apply all pending write
-//! requests before processing the read").
+//! before some moment calls `sync` and then reads (Programmer's Guide, "ZooKeeper guarantees",
+//! and its description of the `sync` call: the server catches up with the leader before it
+//! answers; ZooKeeper paper, Hunt et al., ATC 2010, 2.3: a sync makes the server apply the
+//! writes pending before it, so that a read behind it is up to date).
 //!
 //! The check, per session: let `W` be the highest zxid of a write (any session's) acknowledged
 //! before the session issued its `sync`. The sync's own reply, and every read the session issues
