@@ -200,14 +200,17 @@ impl ConfigError {
     }
 }
 
-/// The `cargo test` command that runs the test running now, alone (cargo's harness names each
-/// test's thread after it).
-pub(crate) fn test_command() -> String {
-    let test = std::thread::current()
-        .name()
+/// The test running now, by name (cargo's harness names each test's thread after it); empty
+/// outside a test.
+pub(crate) fn current_test() -> String {
+    (std::thread::current().name())
         .filter(|name| *name != "main")
         .map(str::to_owned)
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// The `cargo test` command that runs `test` alone.
+pub(crate) fn test_command(test: &str) -> String {
     let package = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| "YOUR_CRATE".to_owned());
     format!("cargo test -p {package} -- --exact {test}")
 }

@@ -113,7 +113,7 @@ impl<W: Workload> ModelCheck<W> {
             clients: self.clients,
             found,
             steps,
-            test: super::test_command(),
+            test: super::current_test(),
         }
     }
 }
@@ -133,7 +133,7 @@ pub struct ModelVerdict {
     found: Found,
     /// The counterexample's steps, described, if one was found.
     steps: Option<Vec<String>>,
-    /// The command that runs the test that made this check, alone.
+    /// The test that made this check (empty outside a test).
     test: String,
 }
 
@@ -194,22 +194,24 @@ impl ModelVerdict {
             None => panic!("under {}: no violation of {property} found", self.faults),
         }
     }
-}
 
-impl ModelVerdict {
     /// Writes the counterexample of a violation of `property` to `target/zkh/model/<test>.txt`:
     /// where it went and the command that runs the test again, for a failure's message.
     fn written(&self, property: &str) -> String {
         let Some(steps) = &self.steps else {
             return String::new();
         };
-        let test = self.test.rsplit(' ').next().unwrap_or("model");
-        let name = if test.is_empty() { "model" } else { test };
+        let name = if self.test.is_empty() {
+            "model"
+        } else {
+            &self.test
+        };
         let file = (super::target_dir().join("zkh").join("model"))
             .join(format!("{}.txt", name.replace("::", "-")));
+        let rerun = super::test_command(&self.test);
         let mut text = format!(
-            "{property} violated, {} clients, faults {}\nrerun: {}\n\n",
-            self.clients, self.faults, self.test
+            "{property} violated, {} clients, faults {}\nrerun: {rerun}\n\n",
+            self.clients, self.faults
         );
         for (index, step) in steps.iter().enumerate() {
             text.push_str(&format!("{:>4}. {step}\n", index + 1));
@@ -217,8 +219,8 @@ impl ModelVerdict {
         let written = std::fs::create_dir_all(file.parent().expect("a folder"))
             .and_then(|()| std::fs::write(&file, text));
         match written {
-            Ok(()) => format!("; its steps: {}; rerun: {}", file.display(), self.test),
-            Err(error) => format!("; its steps not written ({error}); rerun: {}", self.test),
+            Ok(()) => format!("; its steps: {}; rerun: {rerun}", file.display()),
+            Err(error) => format!("; its steps not written ({error}); rerun: {rerun}"),
         }
     }
 }

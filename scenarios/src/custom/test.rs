@@ -267,6 +267,6 @@ fn sometimes_names(runs: &[RunResult]) -> Vec<&str> {
 fn rerun(seed: u64) -> String {
     format!(
         "ZKH_SEED={seed} RUSTFLAGS=\"--cfg madsim\" {}",
-        super::test_command()
+        super::test_command(&super::current_test())
     )
 }
