@@ -56,7 +56,7 @@ fn a_compacted_search_passes_where_the_exact_one_does_with_the_same_counts() {
     );
     let verdict = same_as_exact(&lock, Limits::default(), 16);
     assert!(verdict.complete && verdict.violation.is_none());
-    assert_eq!(verdict.unique_states, 111_399);
+    assert_eq!(verdict.unique_states, 111_490);
     let job = model(JobWorkload::new(JobVariant::Correct), 2, "none");
     let verdict = same_as_exact(&job, Limits::default(), 64);
     assert_eq!(verdict.unique_states, 845_042);

@@ -82,7 +82,7 @@ fn both_searches_pass_the_correct_recipes_through_the_same_states() {
     );
     let verdicts = same_verdicts("lock", &lock, Limits::default());
     let counts: Vec<usize> = verdicts.iter().map(|v| v.unique_states).collect();
-    assert_eq!(counts, [111_399, 668_917]);
+    assert_eq!(counts, [111_490, 668_917]);
     assert!(verdicts.iter().all(|v| v.complete && v.violation.is_none()));
     let latch = model(
         LatchWorkload {
@@ -93,7 +93,7 @@ fn both_searches_pass_the_correct_recipes_through_the_same_states() {
         Acting::CaughtUp,
     );
     let verdicts = same_verdicts("latch", &latch, Limits::default());
-    assert_eq!(verdicts[0].unique_states, 56_233);
+    assert_eq!(verdicts[0].unique_states, 56_237);
     let master = model(
         MasterWorkload {
             variant: MasterVariant::Correct,

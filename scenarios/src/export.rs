@@ -5,30 +5,28 @@
 //! the recipe's behaviour and lets the simulator supply the timing:
 //!
 //! - a lost request or reply becomes a *triggered* fault on the same client's n-th operation of
-//!   the same kind under the recipe's directory, at the simulator's path for that directory (the
-//!   recipe issues the same operations in both engines);
+//!   the same kind under the recipe's directory (the recipe issues the same operations at the
+//!   same paths in both engines);
 //! - a session expiry (server side, or client side as `KillSession` does it), a crash and a
 //!   leader change become *scripted* faults 3 s into the run and 2 s apart, once the recipe has
 //!   settled, in the counterexample's order;
 //! - the server's later expiry of an abandoned session needs no fault: the simulated server
 //!   expires it on its own timeout.
 //!
-//! The scenario runs the recipe's simulator workload with the check's resource (unfenced unless
-//! the check was fenced: the model judges the recipe, not fencing) and expects the property the
+//! The scenario runs the recipe's simulator workload with the check's resource (for a built-in,
+//! unfenced unless the check was fenced: the model judges the recipe, not fencing), with the
+//! tables its registration gives it (`cli::machines`), and expects the property the
 //! model named to be violated within 10 seeds. Which client leads in the simulator depends on
 //! the seed, so a fault aimed at "the leader" lands on it for some seeds and not others.
 
 use std::collections::BTreeMap;
 
-use zkh_model::check::{Acting, Action, RecipeModel, Workload};
+use zkh_model::check::{Action, RecipeModel, Workload};
 use zkh_recipes::Request;
 use zkh_sim::fault::{Fault, FaultPlan, OpKind, ScriptedFault, ServerRef, Trigger, TriggeredFault};
-use zkh_sim::paths;
 
-use crate::scenario::{
-    Expect, LeaderJobApp, Origin, Phases, RecipeName, ScenarioFile, ShardedApp, WorkloadSpec,
-};
-use crate::{Recipe, RecipeKind};
+use crate::scenario::{Expect, Origin, Phases, ScenarioFile, WorkloadSpec};
+use crate::Recipe;
 
 fn op_kind(request: &Request) -> Option<(OpKind, &str)> {
     Some(match request {
@@ -42,27 +40,14 @@ fn op_kind(request: &Request) -> Option<(OpKind, &str)> {
     })
 }
 
-/// The simulator's directory for the model's recipe directory of `recipe`: a built-in's
-/// differ; a machine recipe's are the same in both engines (its workload's own, made by each
-/// client in the simulator too), so there is nothing to map.
-fn sim_dir(recipe: &Recipe) -> Option<&'static str> {
-    match recipe.kind {
-        RecipeKind::Lock(_) => Some(paths::LOCK_DIR),
-        RecipeKind::Latch(_) => Some(paths::LATCH_DIR),
-        RecipeKind::Election(_) | RecipeKind::Job(_) => Some(paths::JOB_DIR),
-        RecipeKind::Master(_) => Some(paths::APP_DIR),
-        RecipeKind::Machine(_) => None,
-    }
-}
-
 /// The scenario of a counterexample `path` of `recipe` that violated `violation`, found by
 /// `command`.
 pub fn export(recipe: &Recipe, violation: &str, path: &[Action], command: &str) -> ScenarioFile {
-    any_model!(recipe, model => export_from(recipe, &model, violation, path, command))
+    recipe.checker().export(recipe, violation, path, command)
 }
 
-/// [`export`] with the checked `model` at hand: a built-in recipe's or a registered machine
-/// recipe's (whose workload type only its registration knows).
+/// [`export`] with the checked `model` at hand (whose workload type only its recipe's
+/// registration knows), before the registration gives the workload its tables and resource.
 pub(crate) fn export_from<W: Workload>(
     recipe: &Recipe,
     model: &RecipeModel<W>,
@@ -72,11 +57,10 @@ pub(crate) fn export_from<W: Workload>(
 ) -> ScenarioFile {
     use stateright::Model;
     // A trigger names the recipe's directory (what is below it, sequence numbers, differs from
-    // run to run), at the simulator's path for it.
-    let model_dir = format!("{}/", model.workload.dir());
-    let sim_dir = sim_dir(recipe).map_or_else(|| model_dir.clone(), |dir| format!("{dir}/"));
-    let prefix_of = |path: &str| match path.strip_prefix(&model_dir) {
-        Some(_) => sim_dir.clone(),
+    // run to run): the same path in both engines.
+    let dir = format!("{}/", model.workload.dir());
+    let prefix_of = |path: &str| match path.strip_prefix(&dir) {
+        Some(_) => dir.clone(),
         None => path.to_owned(),
     };
     let mut state = model.init_states().remove(0);
@@ -150,18 +134,6 @@ pub(crate) fn export_from<W: Workload>(
             .next_state(&state, action.clone())
             .expect("a counterexample's actions are enabled");
     }
-    let recipe_name = match recipe.kind {
-        RecipeKind::Lock(_) => RecipeName::Lock.as_str(),
-        RecipeKind::Latch(_) => RecipeName::Latch.as_str(),
-        RecipeKind::Election(_) => RecipeName::Election.as_str(),
-        RecipeKind::Master(_) => RecipeName::Master.as_str(),
-        RecipeKind::Job(_) => RecipeName::Job.as_str(),
-        RecipeKind::Machine(name) => name,
-    };
-    let is_leader = matches!(
-        recipe.kind,
-        RecipeKind::Latch(_) | RecipeKind::Election(_) | RecipeKind::Master(_)
-    );
     // The model checker's own properties (a livelock, a claim not owned, an application that
     // cannot act) are not the simulator's: it runs the path's faults and judges the recipe's
     // properties, which such a path may keep. So the file expects a pass, and says what to look
@@ -194,32 +166,22 @@ pub(crate) fn export_from<W: Workload>(
             recipe.name, recipe.variant
         )
     };
-    ScenarioFile {
+    let mut scenario = ScenarioFile {
         description,
         workload: WorkloadSpec {
-            recipe: recipe_name.to_owned(),
+            recipe: recipe.name.clone(),
             variant: recipe.variant.clone(),
             servers: 3,
             clients: recipe.clients as u32,
             session_timeout_ms: 4000,
-            // The model judged the recipe, not fencing (a machine recipe has no resource to
-            // fence: the default, which the file leaves out).
-            fenced: recipe.acting == Acting::Fenced
-                || matches!(recipe.kind, RecipeKind::Machine(_)),
+            // The recipe's registration sets what its resource accepts (`MachineModel::export`).
+            fenced: true,
             local_expiry: Default::default(),
             container_check_interval_ms: zkh_sim::fault::CONTAINER_CHECK_INTERVAL_MS,
             stock: None,
-            leader_job: is_leader.then(LeaderJobApp::default),
-            sharded: match &recipe.kind {
-                // Cycle 1 runs at 2 s, before the first scripted fault (3 s) and the next
-                // cycle (4 s): a fault lands in the cycle the model's counterexample is about.
-                RecipeKind::Job(job) => Some(ShardedApp {
-                    items: Some(job.items),
-                    cycle_interval_ms: Some(2000),
-                    ..ShardedApp::default()
-                }),
-                _ => None,
-            },
+            // Its tables, the registration's too.
+            leader_job: None,
+            sharded: None,
             config: None,
         },
         phases: Phases::default(),
@@ -236,16 +198,20 @@ pub(crate) fn export_from<W: Workload>(
             model_path,
             not_exported,
         }),
-    }
+    };
+    recipe
+        .checker()
+        .scenario_tables(recipe, &mut scenario.workload);
+    scenario
 }
 
 /// Whether the simulator judges `property` for `recipe`: a built-in's properties are the
 /// model's; a machine recipe's are those its registration gives the simulator.
 fn judged_by_the_simulator(recipe: &Recipe, property: &str) -> bool {
-    let RecipeKind::Machine(name) = recipe.kind else {
+    if crate::builtins::NAMES.contains(&recipe.name.as_str()) {
         return true;
-    };
-    let Some(registration) = crate::scenario::registered(name) else {
+    }
+    let Some(registration) = crate::scenario::registered(&recipe.name) else {
         return false;
     };
     let variant = (registration.variants().iter()).find(|v| **v == recipe.variant);

@@ -6,23 +6,22 @@
 //!   field;
 //! - `runner` (simulated build): one seed of a scenario on the simulated ensemble;
 //! - [`report`]: run reports and sweep summaries, and the exit codes;
-//! - [`mod@export`]: a model checker's counterexample as a scenario.
-//!
+//! - [`mod@export`]: a model checker's counterexample as a scenario;
+//! - [`builtins`]: the five built-in recipes, registered in both engines' registries as a
+//!   user's recipes are ([`custom`]): every command finds a recipe by name, and nothing else
+//!   names them.
 
-use serde::Deserialize;
-use zkh_model::check::{
-    Acting, ElectionWorkload, FaultBudget, JobWorkload, LatchWorkload, LockWorkload,
-    MasterWorkload, RecipeModel, Workload,
-};
-use zkh_recipes::election::ElectionVariant;
-use zkh_recipes::latch::LatchVariant;
-use zkh_recipes::lock::LockVariant;
-use zkh_recipes::master::MasterVariant;
+use std::sync::Arc;
+
+use zkh_model::check::{Acting, FaultBudget, RecipeModel, Workload};
+
+pub use cli::machines::JobShape;
 
 /// A recipe, its variant and the shape of a check, as a command names them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recipe {
-    /// `lock`, `latch`, `election`, `master` or `job`.
+    /// Its name: a built-in's (`lock`, `latch`, `election`, `master`, `job`) or a registered
+    /// machine recipe's.
     pub name: String,
     /// The variant's name.
     pub variant: String,
@@ -34,40 +33,14 @@ pub struct Recipe {
     pub budget: FaultBudget,
     /// When applications act, and what the resource accepts.
     pub acting: Acting,
-    /// The recipe's model.
-    pub kind: RecipeKind,
-}
-
-/// A recipe's model.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RecipeKind {
-    /// Curator's lock.
-    Lock(LockVariant),
-    /// Curator's latch.
-    Latch(LatchVariant),
-    /// Elastic-Job's per-job election.
-    Election(ElectionVariant),
-    /// The book's master election.
-    Master(MasterVariant),
-    /// Elastic-Job's sharded job: sharding, claims and failover (its variant, items and
-    /// cycles).
-    Job(JobWorkload),
-    /// A machine recipe a binary registered (`custom::Machined`), by name: checked through its
-    /// registration (`cli::machines`), not through [`any_model!`].
-    Machine(&'static str),
-}
-
-fn variant<T: for<'de> Deserialize<'de>>(
-    recipe: &str,
-    name: &str,
-    known: &str,
-) -> Result<T, String> {
-    serde_json::from_value(serde_json::Value::String(name.to_owned()))
-        .map_err(|_| format!("{recipe} has no variant {name:?} (known: {known})"))
+    /// The model's shape, for a recipe that has one (the sharded job's items and cycles).
+    pub shape: Option<JobShape>,
 }
 
 impl Recipe {
-    /// The recipe `name` with `variant_name`, checked with `clients` clients within `budget`.
+    /// The recipe `name` with `variant_name`, checked with `clients` clients within `budget`:
+    /// any recipe in the model registry (the five built in, and the machine recipes a binary
+    /// registered).
     pub fn new(
         name: &str,
         variant_name: &str,
@@ -75,46 +48,18 @@ impl Recipe {
         budget: FaultBudget,
         acting: Acting,
     ) -> Result<Recipe, String> {
-        let kind = match name {
-            "lock" => RecipeKind::Lock(variant(
-                name,
-                variant_name,
-                "correct, herd, unprotected, unguaranteed-delete",
-            )?),
-            "latch" => RecipeKind::Latch(variant(
-                name,
-                variant_name,
-                "correct, trust-predecessor, no-owner-check, keep-on-suspend, requeue-when-behind, unprotected",
-            )?),
-            "election" => {
-                RecipeKind::Election(variant(name, variant_name, "correct, check-then-write, forgetful-close")?)
-            }
-            "master" => RecipeKind::Master(variant(name, variant_name, "correct, no-watch")?),
-            "job" => RecipeKind::Job(JobWorkload::new(variant(
-                name,
-                variant_name,
-                "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard, no-reregister, run-ahead",
-            )?)),
-            other => match crate::cli::machines::registered(other) {
-                Some(machine) => {
-                    if !machine.variants().contains(&variant_name) {
-                        return Err(format!(
-                            "{other} has no variant {variant_name:?} (known: {})",
-                            machine.variants().join(", ")
-                        ));
-                    }
-                    RecipeKind::Machine(machine.name())
-                }
-                None => {
-                    let machines = crate::cli::machines::names();
-                    return Err(format!(
-                        "unknown recipe {other:?} (known: lock, latch, election, master, job{}{})",
-                        if machines.is_empty() { "" } else { ", " },
-                        machines.join(", ")
-                    ));
-                }
-            },
+        let Some(model) = cli::machines::registered(name) else {
+            return Err(format!(
+                "unknown recipe {name:?} (known: {})",
+                cli::machines::names().join(", ")
+            ));
         };
+        if !model.variants().contains(&variant_name) {
+            return Err(format!(
+                "{name} has no variant {variant_name:?} (known: {})",
+                model.variants().join(", ")
+            ));
+        }
         Ok(Recipe {
             name: name.to_owned(),
             variant: variant_name.to_owned(),
@@ -122,7 +67,7 @@ impl Recipe {
             faults: budget_text(&budget),
             budget,
             acting,
-            kind,
+            shape: model.shape(),
         })
     }
 
@@ -134,61 +79,17 @@ impl Recipe {
             .to_owned()
     }
 
-    fn model<W: Workload>(&self, workload: W) -> RecipeModel<W> {
-        RecipeModel::new(workload, self.clients, self.budget, self.acting)
+    /// The recipe's model, for a caller that knows its workload type `W` (a test): `None` when
+    /// the recipe's model is of another type.
+    pub fn model<W: Workload>(&self) -> Option<RecipeModel<W>> {
+        let model = self.checker().model_any(self);
+        model.downcast::<RecipeModel<W>>().ok().map(|model| *model)
     }
 
-    /// The lock model, if this is the lock.
-    pub fn lock_model(&self) -> Option<RecipeModel<LockWorkload>> {
-        match self.kind {
-            RecipeKind::Lock(variant) => Some(self.model(LockWorkload { variant })),
-            _ => None,
-        }
-    }
-
-    /// The latch model, if this is the latch.
-    pub fn latch_model(&self) -> Option<RecipeModel<LatchWorkload>> {
-        match self.kind {
-            RecipeKind::Latch(variant) => Some(self.model(LatchWorkload { variant })),
-            _ => None,
-        }
-    }
-
-    /// The master election model, if this is the master election.
-    pub fn master_model(&self) -> Option<RecipeModel<MasterWorkload>> {
-        match self.kind {
-            RecipeKind::Master(variant) => Some(self.model(MasterWorkload { variant })),
-            _ => None,
-        }
-    }
-
-    /// The job election model, if this is the election.
-    pub fn election_model(&self) -> Option<RecipeModel<ElectionWorkload>> {
-        match self.kind {
-            RecipeKind::Election(variant) => Some(self.model(ElectionWorkload { variant })),
-            _ => None,
-        }
-    }
-
-    /// The sharded job model, if this is the job.
-    pub fn job_model(&self) -> Option<RecipeModel<JobWorkload>> {
-        match &self.kind {
-            RecipeKind::Job(job) => Some(self.model(job.clone())),
-            _ => None,
-        }
-    }
-
-    /// The recipe's directory.
-    pub fn dir(&self) -> &'static str {
-        match self.kind {
-            RecipeKind::Lock(_) => zkh_model::check::LOCK_DIR,
-            RecipeKind::Latch(_) => zkh_model::check::LATCH_DIR,
-            RecipeKind::Election(_) | RecipeKind::Job(_) => zkh_model::check::JOB_DIR,
-            RecipeKind::Master(_) => "/app",
-            RecipeKind::Machine(name) => {
-                unreachable!("{name}: a machine recipe's directory is its workload's; nothing asks")
-            }
-        }
+    /// What the command line does with the recipe's model (found by name: a recipe is made
+    /// only of a registered name).
+    pub(crate) fn checker(&self) -> Arc<dyn cli::machines::MachineModel> {
+        cli::machines::registered(&self.name).expect("a recipe is made of a registered name")
     }
 }
 
@@ -213,38 +114,7 @@ pub fn budget_text(budget: &FaultBudget) -> String {
     }
 }
 
-/// Runs `$body` with `$model` bound to the recipe's model, whichever workload it is.
-#[macro_export]
-macro_rules! any_model {
-    ($recipe:expr, $model:ident => $body:expr) => {
-        match (&$recipe).kind {
-            $crate::RecipeKind::Lock(_) => {
-                let $model = (&$recipe).lock_model().expect("the lock");
-                $body
-            }
-            $crate::RecipeKind::Latch(_) => {
-                let $model = (&$recipe).latch_model().expect("the latch");
-                $body
-            }
-            $crate::RecipeKind::Election(_) => {
-                let $model = (&$recipe).election_model().expect("the election");
-                $body
-            }
-            $crate::RecipeKind::Master(_) => {
-                let $model = (&$recipe).master_model().expect("the master election");
-                $body
-            }
-            $crate::RecipeKind::Job(_) => {
-                let $model = (&$recipe).job_model().expect("the sharded job");
-                $body
-            }
-            $crate::RecipeKind::Machine(name) => {
-                unreachable!("{name}: a machine recipe is checked through its registration")
-            }
-        }
-    };
-}
-
+pub mod builtins;
 pub mod cli;
 pub mod custom;
 pub mod export;

@@ -14,13 +14,8 @@ use zkh_model::guarantees::CommitLogs;
 use zkh_model::orphans::orphans_at_end;
 use zkh_model::properties::{wakeups, Class, Finding};
 use zkh_model::History;
-use zkh_recipes::fencing::Fencing;
 use zkh_sim::fault::Fault;
-use zkh_sim::paths::LOCK_DIR;
-use zkh_sim::run::try_run_seed;
-use zkh_sim::server::ServerDefects;
-use zkh_sim::sharded::{sharded_job, ShardedConfig};
-use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
+use zkh_sim::workload::WorkloadOutcome;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +25,7 @@ use zkh_reports::timeline;
 use crate::report::{
     commit, fnv1a, FindingRecord, Herd, Outcome, RunReport, ScenarioRef, RUN_FORMAT,
 };
-use crate::scenario::{Loaded, Resolved, ScenarioRecipe, SimRecipe};
+use crate::scenario::{Loaded, Resolved};
 
 /// The simulated time a run may take before the harness calls it a crash.
 pub const TIME_LIMIT_S: u64 = 600;
@@ -87,22 +82,10 @@ impl RunResult {
     }
 }
 
-/// Runs `scenario` for `seed`: a built-in recipe's workload, or a registered recipe through the
-/// generic host (`custom`).
+/// Runs `scenario` for `seed`: its registered recipe's workload (a built-in's, or one of the
+/// user's own through the generic host, `custom`).
 pub fn run(scenario: &Resolved, seed: u64) -> RunResult {
-    if let ScenarioRecipe::Own(own) = &scenario.recipe {
-        return own.workload.run(scenario, seed);
-    }
-    let recipe = scenario
-        .sim_recipe()
-        .expect("a recipe not registered is built in");
-    let owned = scenario.clone();
-    match try_run_seed(seed, TIME_LIMIT_S, move |seed| {
-        workload(owned, recipe, seed)
-    }) {
-        Ok(outcome) => judge(scenario, seed, outcome),
-        Err(message) => RunResult::crashed(seed, message),
-    }
+    scenario.recipe.workload.run(scenario, seed)
 }
 
 /// How a run ended: a broken guarantee of the ensemble first (the recipe's verdicts stand on
@@ -161,7 +144,15 @@ pub(crate) fn guarantees(history: &History, logs: &CommitLogs) -> Vec<Finding> {
     }
 }
 
-fn judge(scenario: &Resolved, seed: u64, mut outcome: WorkloadOutcome) -> RunResult {
+/// The result of a built-in recipe's run `outcome`: ZooKeeper's guarantees, the claims and
+/// orphans at the end, the containers reaped, and the verdict; for a recipe whose waiters
+/// queue under `herd_dir`, the waiters each release woke.
+pub(crate) fn judge(
+    scenario: &Resolved,
+    seed: u64,
+    mut outcome: WorkloadOutcome,
+    herd_dir: Option<&str>,
+) -> RunResult {
     let guarantees = guarantees(&outcome.history, &outcome.commit_logs);
     // Judged here, not by the workloads: it needs the servers' final states.
     let finals = &outcome.commit_logs.finals;
@@ -192,8 +183,7 @@ fn judge(scenario: &Resolved, seed: u64, mut outcome: WorkloadOutcome) -> RunRes
         .entries()
         .last()
         .map_or(0, |e| e.at_us / 1000);
-    let herd = matches!(scenario.sim_recipe(), Some(SimRecipe::Lock(_)))
-        .then(|| Herd::of(&wakeups(&outcome.history, LOCK_DIR)));
+    let herd = herd_dir.map(|dir| Herd::of(&wakeups(&outcome.history, dir)));
     RunResult {
         seed,
         outcome: verdict,
@@ -216,59 +206,6 @@ fn reaps_containers(scenario: &Resolved) -> bool {
     let run_ms = scenario.fault_ms + scenario.liveness_ms;
     faults.any(|fault| *fault == Fault::ReapContainers)
         || scenario.container_check_interval_ms < run_ms
-}
-
-fn fencing(scenario: &Resolved) -> Fencing {
-    if scenario.fenced {
-        Fencing::Fenced
-    } else {
-        Fencing::Unfenced
-    }
-}
-
-async fn workload(scenario: Resolved, recipe: SimRecipe, seed: u64) -> WorkloadOutcome {
-    let plan = scenario.faults.clone();
-    let config = WorkloadConfig {
-        servers: scenario.servers,
-        clients: scenario.clients,
-        session_timeout_ms: scenario.session_timeout_ms,
-        fencing: fencing(&scenario),
-        fault_phase_ms: scenario.fault_ms,
-        liveness_ms: scenario.liveness_ms,
-        leader_within_ms: scenario.leader_within_ms,
-        critical_ms: scenario.critical_ms,
-        initial_stock: scenario.initial_units,
-        job_interval_ms: scenario.job_interval_ms,
-        defects: ServerDefects::default(),
-        local_expiry: scenario.local_expiry,
-        container_check_interval_ms: scenario.container_check_interval_ms,
-    };
-    let leader = |recipe| workload::leader_job(seed, recipe, config.clone(), plan.clone());
-    match recipe {
-        SimRecipe::Lock(variant) => {
-            workload::stock(seed, variant, config.clone(), plan.clone()).await
-        }
-        SimRecipe::Latch(variant) => leader(LeaderRecipe::Latch(variant)).await,
-        SimRecipe::Election(variant) => leader(LeaderRecipe::Election(variant)).await,
-        SimRecipe::Master(variant) => leader(LeaderRecipe::Master(variant)).await,
-        SimRecipe::Job(variant) => {
-            let sharded = ShardedConfig {
-                servers: scenario.servers,
-                clients: scenario.clients,
-                session_timeout_ms: scenario.session_timeout_ms,
-                items: scenario.items,
-                cycle_interval_ms: scenario.cycle_interval_ms,
-                fault_phase_ms: scenario.fault_ms,
-                liveness_ms: scenario.liveness_ms,
-                leader_within_ms: scenario.leader_within_ms,
-                settle_ms: scenario.settle_ms,
-                judged_from_ms: scenario.judged_from_ms,
-                local_expiry: scenario.local_expiry,
-                container_check_interval_ms: scenario.container_check_interval_ms,
-            };
-            sharded_job(seed, variant, sharded, plan.clone()).await
-        }
-    }
 }
 
 /// The report of `result`, a run of the scenario `loaded` read from `path`; `repro` is the

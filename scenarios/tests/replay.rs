@@ -4,7 +4,9 @@
 //! do not.
 #![cfg(madsim)]
 
-use zkh_model::check::{check, find_violation, walk, Acting, FaultBudget, WalkLimits};
+use zkh_model::check::{
+    check, find_violation, walk, Acting, FaultBudget, JobWorkload, LatchWorkload, WalkLimits,
+};
 use zkh_scenarios::export::to_toml;
 use zkh_scenarios::runner;
 use zkh_scenarios::scenario::{self, ScenarioFile};
@@ -34,7 +36,7 @@ fn the_no_owner_check_counterexample_replays_in_the_simulator() {
     // leave it unjudged to export the recipe property it goes on to break.
     let model = zkh_model::check::RecipeModel {
         claims_judged: false,
-        ..recipe.latch_model().expect("the latch")
+        ..recipe.model::<LatchWorkload>().expect("the latch")
     };
     let violation = find_violation(&model).expect("the model checker finds CURATOR-696");
     assert_eq!(violation.property, "single acting master");
@@ -84,7 +86,7 @@ fn the_no_cycle_claim_counterexample_replays_in_the_simulator() {
     let budget = FaultBudget::parse("expire=1").expect("a budget");
     let recipe =
         Recipe::new("job", "no-cycle-claim", 2, budget, Acting::CaughtUp).expect("a recipe");
-    let model = recipe.job_model().expect("the job");
+    let model = recipe.model::<JobWorkload>().expect("the job");
     let violation = check(&model)
         .violation
         .expect("the model checker runs an item twice");
@@ -107,7 +109,7 @@ fn a_random_walk_s_no_cycle_claim_with_three_instances_replays_in_the_simulator(
     let budget = FaultBudget::parse("drop-reply=1,expire=1").expect("a budget");
     let recipe =
         Recipe::new("job", "no-cycle-claim", 3, budget, Acting::CaughtUp).expect("a recipe");
-    let model = recipe.job_model().expect("the job");
+    let model = recipe.model::<JobWorkload>().expect("the job");
     let limits = WalkLimits {
         walks: 1_000,
         seed: 0,

@@ -146,8 +146,9 @@ pub struct LockWorkload {
     pub variant: LockVariant,
 }
 
-/// The lock directory.
-pub const LOCK_DIR: &str = "/lock";
+/// The lock directory (the simulator's stock workload's too: a recipe's paths are the same in
+/// both engines).
+pub const LOCK_DIR: &str = "/locks/stock";
 
 /// Where a lock client's application is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -555,8 +556,8 @@ pub struct LatchWorkload {
     pub variant: LatchVariant,
 }
 
-/// The latch directory.
-pub const LATCH_DIR: &str = "/latch";
+/// The latch directory (the simulator's too).
+pub const LATCH_DIR: &str = "/election/job";
 
 impl LeaderRecipe for LatchWorkload {
     type Machine = LatchMachine;
@@ -597,10 +598,10 @@ pub struct ElectionWorkload {
     pub variant: ElectionVariant,
 }
 
-/// The job's root.
-pub const JOB_DIR: &str = "/job";
+/// The job's root (the simulator's too).
+pub const JOB_DIR: &str = "/orders-job";
 /// The election's latch, where instances queue.
-pub const ELECTION_LATCH_DIR: &str = "/job/leader/election/latch";
+pub const ELECTION_LATCH_DIR: &str = "/orders-job/leader/election/latch";
 
 impl LeaderRecipe for ElectionWorkload {
     type Machine = ElectionMachine;

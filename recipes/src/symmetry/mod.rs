@@ -23,7 +23,7 @@
 //!
 //! - **An identity token in text**: [`IDENTITY_MARK`] followed by a client's index, as in
 //!   `c#0`. Tokens appear in names, paths and node data wherever a client wrote its identity
-//!   (`/lock/_c_c#0-lock-0000000003`); [`identity`] makes one.
+//!   (`/locks/stock/_c_c#0-lock-0000000003`); [`identity`] makes one.
 //! - **A first session**: the session each client opened at the start. Sessions opened later
 //!   are numbered by when they were opened, which a renaming does not change.
 //! - **A client index**: a history event's `client`, and the order of clients in a state (the

@@ -31,12 +31,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::{Recipe, RecipeKind};
+use crate::Recipe;
 use zkh_model::check::{
     check_searched, walk, Limits, RecipeModel, Verdict, WalkLimits, WalkVerdict, Workload,
 };
 
-use crate::cli::check::{json_report, note_known_bad, run_check};
+use crate::cli::check::{json_report, note_known_bad};
 use crate::cli::{say, CheckArgs, BAD_INPUT, DEFAULT_FAULTS};
 
 /// The fault kinds of the model, as `--faults` names them.
@@ -206,10 +206,7 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
                 let Some(recipe) = recipes.get(index) else {
                     return;
                 };
-                let row = match recipe.kind {
-                    RecipeKind::Machine(name) => super::machine(name).one_budget(recipe, &settings),
-                    _ => any_model!(recipe, model => one_budget(model, recipe, &settings)),
-                };
+                let row = recipe.checker().one_budget(recipe, &settings);
                 eprintln!(
                     "zkharness: budget {} of {}, {}: {} ({:.1} s)",
                     index + 1,
@@ -325,10 +322,7 @@ fn counterexample(
         say!("\nthe first violated budget, {}:", row.budget);
     }
     // `run_check` takes the walks itself where `one.walks` says.
-    match recipe.kind {
-        RecipeKind::Machine(name) => super::machine(name).check(recipe, &one),
-        _ => any_model!(recipe, model => run_check(model, recipe, &one)),
-    }
+    recipe.checker().check(recipe, &one)
 }
 
 /// The `zkharness check` command that checks `budget` alone.

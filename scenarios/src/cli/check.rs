@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::export::to_toml;
 use crate::known_bad::{known_bad, model_finding, simulator_only};
-use crate::{Recipe, RecipeKind};
+use crate::Recipe;
 use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
 use zkh_model::check::{
@@ -564,8 +564,8 @@ pub(crate) fn note_finding(recipe: &Recipe, property: &str, json: bool) {
 
 /// The job's `--items` and `--cycles`, as the command line gives them.
 pub(crate) fn job_shape(recipe: &Recipe) -> String {
-    match &recipe.kind {
-        RecipeKind::Job(job) => format!(" --items {} --cycles {}", job.items, job.cycles),
-        _ => String::new(),
+    match &recipe.shape {
+        Some(job) => format!(" --items {} --cycles {}", job.items, job.cycles),
+        None => String::new(),
     }
 }

@@ -1,58 +1,123 @@
-//! `check` and `explore` for machine recipes a binary registered (`custom::Machined<W>`): the
-//! model checker's side of one recipe for both engines, from the command line.
+//! The model checker's side of every recipe, by name: what `check`, `explore` and `check
+//! --export` do with a recipe's model, whichever recipe it is.
 //!
-//! A machine recipe's workload type is known only where it was registered, so its registration
-//! carries, monomorphised for it, what `check` and `explore` do with a model: the plain search
-//! (`run_check`), one budget of the standard set (`budgets::one_budget`), and the Explorer. The
-//! command line looks a recipe name up here when it is none of the five built in
-//! ([`crate::RecipeKind::Machine`]). `check --export` writes a scenario of the machine recipe
-//! itself (its paths are the same in both engines: nothing to map). Not offered: the sharded
-//! job's `--items` and `--cycles`.
+//! A model's workload type is known only where its recipe was registered, so a registration
+//! carries, monomorphised for it, what the command line does with a model: the plain search
+//! (`run_check`), one budget of the standard set (`budgets::one_budget`), the Explorer, and the
+//! export of a counterexample as a scenario. The five built-in recipes register here
+//! (`crate::builtins`) as a binary's machine recipes do (`custom::Machined<W>`, registered with
+//! its simulator side): the command line finds every recipe by name in one registry, and a
+//! recipe's paths are the same in both engines (an export has nothing to map). Only the
+//! sharded job has a shape (`--items`, `--cycles`).
 
+use std::any::Any;
 use std::collections::BTreeMap;
-use std::marker::PhantomData;
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
 
-use zkh_model::check::RecipeModel;
+use zkh_model::check::{Action, RecipeModel, Workload};
 
 use super::budgets::{one_budget, Row, Settings};
 use super::CheckArgs;
 use crate::custom::MachineRecipe;
+use crate::scenario::{ScenarioFile, WorkloadSpec};
 use crate::Recipe;
 
-/// What the command line does with a registered machine recipe's model.
+/// What the command line does with a recipe's model: a built-in's, or a registered machine
+/// recipe's.
 pub(crate) trait MachineModel: Send + Sync + 'static {
     /// Its name.
     fn name(&self) -> &'static str;
     /// Its variants, the correct one first.
     fn variants(&self) -> &'static [&'static str];
+    /// The shape the model is checked in by default (the sharded job's items and cycles), if
+    /// it has one (`--items`, `--cycles`).
+    fn shape(&self) -> Option<JobShape>;
     /// `zkharness check` with one search option: [`super::check::run_check`].
     fn check(&self, recipe: &Recipe, args: &CheckArgs) -> ExitCode;
     /// One budget of `zkharness check`'s standard set.
     fn one_budget(&self, recipe: &Recipe, settings: &Settings) -> Row;
     /// `zkharness explore`.
     fn explore(&self, recipe: &Recipe, port: u16) -> ExitCode;
+    /// The counterexample `path` that violated `violation` as a scenario (see
+    /// [`crate::export`]).
+    fn export(
+        &self,
+        recipe: &Recipe,
+        violation: &str,
+        path: &[Action],
+        command: &str,
+    ) -> ScenarioFile;
+    /// Gives an exported counterexample's `workload` the recipe's tables and what its resource
+    /// accepts.
+    fn scenario_tables(&self, recipe: &Recipe, workload: &mut WorkloadSpec);
+    /// The model of `recipe`, typed, for a caller that knows its workload type
+    /// ([`Recipe::model`]).
+    fn model_any(&self, recipe: &Recipe) -> Box<dyn Any>;
 }
 
-/// A registered machine recipe's model side (see the module docs); made by
+/// The sharded job's shape in the model: its items, and the cycles it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobShape {
+    /// Items per cycle.
+    pub items: u32,
+    /// Cycles.
+    pub cycles: u64,
+}
+
+/// A recipe's model side (see the module docs): a built-in's (`crate::builtins`), or made by
 /// [`MachineRecipe`]'s simulator form, `custom::Machined`, and registered with it.
 #[derive(Clone)]
 pub struct MachineEntry(pub(crate) Arc<dyn MachineModel>);
 
 impl MachineEntry {
-    /// The entry of workload `W`.
+    /// The entry of machine recipe `W`.
     pub(crate) fn of<W: MachineRecipe>() -> MachineEntry {
-        MachineEntry(Arc::new(Entry::<W>(PhantomData)))
+        MachineEntry(Arc::new(Entry::<W> {
+            name: W::NAME,
+            variants: W::VARIANTS,
+            shape: None,
+            workload: |recipe| W::of_variant(&recipe.variant),
+            scenario: |_, workload| {
+                // A machine recipe has no resource to fence: the default, which the file
+                // leaves out.
+                workload.fenced = true;
+            },
+        }))
+    }
+
+    /// The entry of a recipe called `name` with `variants` (the correct one first), whose
+    /// model's workload is `workload(recipe)`, checked by default in `shape`; `scenario` gives
+    /// an exported counterexample's workload its recipe's tables.
+    pub(crate) fn built<W: Workload>(
+        name: &'static str,
+        variants: &'static [&'static str],
+        shape: Option<JobShape>,
+        workload: fn(&Recipe) -> W,
+        scenario: fn(&Recipe, &mut WorkloadSpec),
+    ) -> MachineEntry {
+        MachineEntry(Arc::new(Entry {
+            name,
+            variants,
+            shape,
+            workload,
+            scenario,
+        }))
     }
 }
 
-struct Entry<W>(PhantomData<fn() -> W>);
+struct Entry<W> {
+    name: &'static str,
+    variants: &'static [&'static str],
+    shape: Option<JobShape>,
+    workload: fn(&Recipe) -> W,
+    scenario: fn(&Recipe, &mut WorkloadSpec),
+}
 
-impl<W: MachineRecipe> Entry<W> {
-    fn model(recipe: &Recipe) -> RecipeModel<W> {
+impl<W: Workload> Entry<W> {
+    fn model(&self, recipe: &Recipe) -> RecipeModel<W> {
         RecipeModel::new(
-            W::of_variant(&recipe.variant),
+            (self.workload)(recipe),
             recipe.clients,
             recipe.budget,
             recipe.acting,
@@ -60,31 +125,54 @@ impl<W: MachineRecipe> Entry<W> {
     }
 }
 
-impl<W: MachineRecipe> MachineModel for Entry<W> {
+impl<W: Workload> MachineModel for Entry<W> {
     fn name(&self) -> &'static str {
-        W::NAME
+        self.name
     }
 
     fn variants(&self) -> &'static [&'static str] {
-        W::VARIANTS
+        self.variants
+    }
+
+    fn shape(&self) -> Option<JobShape> {
+        self.shape
     }
 
     fn check(&self, recipe: &Recipe, args: &CheckArgs) -> ExitCode {
-        super::check::run_check(Self::model(recipe), recipe, args)
+        super::check::run_check(self.model(recipe), recipe, args)
     }
 
     fn one_budget(&self, recipe: &Recipe, settings: &Settings) -> Row {
-        one_budget(Self::model(recipe), recipe, settings)
+        one_budget(self.model(recipe), recipe, settings)
     }
 
     fn explore(&self, recipe: &Recipe, port: u16) -> ExitCode {
-        super::explore(Self::model(recipe), port)
+        super::explore(self.model(recipe), port)
+    }
+
+    fn export(
+        &self,
+        recipe: &Recipe,
+        violation: &str,
+        path: &[Action],
+        command: &str,
+    ) -> ScenarioFile {
+        crate::export::export_from(recipe, &self.model(recipe), violation, path, command)
+    }
+
+    fn scenario_tables(&self, recipe: &Recipe, workload: &mut WorkloadSpec) {
+        (self.scenario)(recipe, workload);
+    }
+
+    fn model_any(&self, recipe: &Recipe) -> Box<dyn Any> {
+        Box::new(self.model(recipe))
     }
 }
 
 static MACHINES: RwLock<BTreeMap<&'static str, MachineEntry>> = RwLock::new(BTreeMap::new());
 
-/// Adds `entry` (its name was registered for the simulator first, which refuses a name taken).
+/// Adds `entry` (a built-in's, or one whose name was registered for the simulator first, which
+/// refuses a name taken).
 pub(crate) fn register(entry: MachineEntry) {
     let mut machines = MACHINES
         .write()

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::report::exit;
-use crate::{Recipe, RecipeKind};
+use crate::Recipe;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use stateright::Model;
@@ -342,8 +342,6 @@ mod commands;
 pub(crate) mod machines;
 mod walks;
 
-use check::run_check;
-
 /// Runs the command line: `zkharness`'s `main`, and a user's own binary's (`custom_main!`).
 pub fn main() -> ExitCode {
     let parsed = Cli::command()
@@ -385,16 +383,14 @@ pub fn main() -> ExitCode {
             match (&args.budgets, one_search) {
                 (Some(spec), _) => Ok(budgets::run_budgets(&args, spec)),
                 (None, false) => Ok(budgets::run_budgets(&args, budgets::STANDARD)),
-                (None, true) => parse(&args.model).map(|recipe| match recipe.kind {
-                    RecipeKind::Machine(name) => machine(name).check(&recipe, &args),
-                    _ => any_model!(recipe, model => run_check(model, &recipe, &args)),
-                }),
+                (None, true) => {
+                    parse(&args.model).map(|recipe| recipe.checker().check(&recipe, &args))
+                }
             }
         }
-        Command::Explore(args) => parse(&args.model).map(|recipe| match recipe.kind {
-            RecipeKind::Machine(name) => machine(name).explore(&recipe, args.port),
-            _ => any_model!(recipe, model => explore(model, args.port)),
-        }),
+        Command::Explore(args) => {
+            parse(&args.model).map(|recipe| recipe.checker().explore(&recipe, args.port))
+        }
         Command::Bench(args) => Ok(commands::bench(args)),
         Command::BenchReal(args) => Ok(commands::bench_real(args)),
         Command::Differential(args) => Ok(commands::differential(args)),
@@ -410,11 +406,6 @@ pub fn main() -> ExitCode {
             ExitCode::from(BAD_INPUT)
         }
     }
-}
-
-/// The registered machine recipe `name` (a recipe resolved to it was found registered).
-fn machine(name: &str) -> std::sync::Arc<dyn machines::MachineModel> {
-    machines::registered(name).expect("a machine recipe resolved by name is registered")
 }
 
 /// With `ZKH_PEAK_RSS_FILE` set (by `zkharness bench`, which runs sweeps and checks as child
@@ -452,7 +443,7 @@ fn parse(args: &ModelArgs) -> Result<Recipe, String> {
         })?;
     let mut recipe = Recipe::new(&args.recipe, &args.variant, args.clients, budget, acting)?;
     if args.items.is_some() || args.cycles.is_some() {
-        let RecipeKind::Job(job) = &mut recipe.kind else {
+        let Some(job) = &mut recipe.shape else {
             return Err(format!(
                 "--items and --cycles shape the sharded job; {} has neither",
                 args.recipe

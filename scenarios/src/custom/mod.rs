@@ -36,11 +36,17 @@
 //! is checked by the model checker ([`model`](fn@model)) and, as [`Machined<W>`] (a
 //! [`MachineRecipe`]), runs on the simulated ensemble like any `SimRecipe`.
 //!
+//! # The built-ins
+//!
+//! The five built-in recipes are registrations in the same registries (`crate::builtins`): a
+//! scenario's `recipe = "..."` and the model checker's command line find them by the same
+//! lookup as a user's, with the same error listing the names when none matches.
+//!
 //! # Not yet
 //!
-//! An async recipe does not run in the model checker (it has no machine to explore); a
-//! registered machine recipe is checked by `check` and `explore` by name, but not exported as a
-//! scenario. The guide is `docs/your-recipe.md`.
+//! An async recipe does not run in the model checker (it has no machine to explore). The
+//! built-ins implement the registries' traits directly, not [`SimRecipe`]: their simulator
+//! workloads and application tables are their own. The guide is `docs/your-recipe.md`.
 
 mod ctx;
 #[cfg(madsim)]
@@ -137,9 +143,7 @@ pub trait SimRecipe: Send + Sync + 'static {
 /// (`sim`) panics with it, before anything runs.
 pub fn registration_problem<R: SimRecipe>() -> Option<String> {
     let name = R::NAME;
-    let built_in = crate::scenario::RecipeName::ALL
-        .iter()
-        .any(|recipe| recipe.as_str() == name);
+    let built_in = crate::builtins::NAMES.contains(&name);
     let kebab = |word: &str| {
         !word.is_empty()
             && !word.starts_with('-')
@@ -149,14 +153,10 @@ pub fn registration_problem<R: SimRecipe>() -> Option<String> {
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
     };
     if built_in {
-        let names: Vec<&str> = crate::scenario::RecipeName::ALL
-            .iter()
-            .map(|recipe| recipe.as_str())
-            .collect();
         return Some(format!(
             "recipe \"{name}\" cannot be registered: the name is a built-in recipe's (built in: \
              {}); give it a name of its own",
-            names.join(", ")
+            crate::builtins::NAMES.join(", ")
         ));
     }
     if !kebab(name) {

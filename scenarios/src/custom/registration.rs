@@ -37,10 +37,17 @@ pub(crate) fn entry<R: SimRecipe>(package: &str, version: &str) -> Arc<dyn Regis
     })
 }
 
-/// Registers the recipes this crate writes once for both engines, through the same
-/// registrations as a user's: `lock-model`, the built-in lock's model-checker workload on the
-/// simulated ensemble (`custom::Machined`). Called once, by the registry itself.
+/// Registers this crate's own recipes in the registries a user's go in: the five built in
+/// (`crate::builtins`, both engines' sides) and `lock-model`, the built-in lock's model-checker
+/// workload on the simulated ensemble (`custom::Machined`), a recipe written once for both
+/// engines. Called once, by the registry itself.
 pub(crate) fn register_crates_own() {
+    for model in crate::builtins::models() {
+        crate::cli::machines::register(model);
+    }
+    for registration in crate::builtins::simulated::registrations() {
+        crate::scenario::insert(registration);
+    }
     type LockModel = super::Machined<zkh_model::check::LockWorkload>;
     crate::scenario::insert(entry::<LockModel>(
         env!("CARGO_PKG_NAME"),
@@ -95,14 +102,14 @@ impl<R: SimRecipe> Registration for Entry<R> {
                 refused.message,
             )
         })?;
-        Ok(Arc::new(Typed::<R> { variant, config }))
+        let _ = variant;
+        Ok(Arc::new(Typed::<R> { config }))
     }
 }
 
-/// A registered recipe's variant with its configuration.
+/// A registered recipe's configuration (its variant is the resolved scenario's, so that a
+/// scenario whose variant is changed runs the new one).
 pub(crate) struct Typed<R: SimRecipe> {
-    #[cfg_attr(not(madsim), allow(dead_code))]
-    pub(crate) variant: &'static str,
     pub(crate) config: R::Config,
 }
 
@@ -119,6 +126,9 @@ impl<R: SimRecipe> OwnWorkload for Typed<R> {
 
     #[cfg(madsim)]
     fn run(&self, scenario: &crate::scenario::Resolved, seed: u64) -> crate::runner::RunResult {
-        super::host::run_resolved::<R>(scenario, self.variant, &self.config, seed)
+        let variant = (R::VARIANTS.iter())
+            .find(|variant| **variant == scenario.variant)
+            .unwrap_or_else(|| panic!("{} has no variant {:?}", R::NAME, scenario.variant));
+        super::host::run_resolved::<R>(scenario, variant, &self.config, seed)
     }
 }

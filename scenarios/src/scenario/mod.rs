@@ -56,7 +56,7 @@ use zkh_sim::fault::FaultPlan;
 
 pub(crate) use own::{ensure_crates_own, insert, register};
 pub use own::{
-    registered, registered_names, OwnRecipe, OwnWorkload, PropertyInfo, Registration,
+    registered, registered_names, OwnWorkload, PhaseDefaults, PropertyInfo, Registration,
     ScenarioRecipe,
 };
 pub(crate) use parse::explain;
@@ -66,7 +66,7 @@ pub use parse::{load, parse, Loaded, ScenarioError};
 #[cfg(madsim)]
 pub(crate) use resolve::check;
 pub use resolve::Problem;
-pub use resolve::{judged_properties, Resolved, SimRecipe};
+pub use resolve::Resolved;
 
 /// A scenario file as written.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -96,51 +96,6 @@ pub struct ScenarioFile {
     /// Where a scenario exported by the model checker came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<Origin>,
-}
-
-/// The recipes a scenario can run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RecipeName {
-    /// Curator's `InterProcessMutex`, around a stock deduction.
-    Lock,
-    /// Curator's `LeaderLatch`, electing the leader of a scheduled job.
-    Latch,
-    /// Elastic-Job's per-job election, electing the leader of a scheduled job.
-    Election,
-    /// The ZooKeeper book's `runForMaster`, electing the leader of a scheduled job.
-    Master,
-    /// Elastic-Job's sharded job: sharding, claims and failover.
-    Job,
-}
-
-impl RecipeName {
-    /// Every built-in recipe.
-    pub const ALL: [RecipeName; 5] = [
-        RecipeName::Lock,
-        RecipeName::Latch,
-        RecipeName::Election,
-        RecipeName::Master,
-        RecipeName::Job,
-    ];
-
-    /// The built-in recipe a scenario names `name`, if it names one.
-    pub fn parse(name: &str) -> Option<RecipeName> {
-        RecipeName::ALL
-            .into_iter()
-            .find(|recipe| recipe.as_str() == name)
-    }
-
-    /// The name as a scenario writes it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RecipeName::Lock => "lock",
-            RecipeName::Latch => "latch",
-            RecipeName::Election => "election",
-            RecipeName::Master => "master",
-            RecipeName::Job => "job",
-        }
-    }
 }
 
 fn correct() -> String {
@@ -175,7 +130,8 @@ fn is_never(policy: &zkh_sim::local_expiry::LocalExpiry) -> bool {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
-    /// The recipe: one built in ([`RecipeName`]), or one a user's binary registered.
+    /// The recipe, by its registered name: one built in (`lock`, `latch`, `election`, `master`,
+    /// `job`), or one a user's binary registered.
     pub recipe: String,
     /// Its variant: `correct`, or a known-bad one.
     #[serde(default = "correct")]

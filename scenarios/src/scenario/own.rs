@@ -1,16 +1,18 @@
-//! Recipes of a user's own, registered beside the five built in: the registry a scenario's
-//! `recipe = "..."` is looked up in.
+//! The recipe registry a scenario's `recipe = "..."` is looked up in: the five built in and a
+//! user's own, registered the same way.
 //!
-//! A user's binary (`custom_main!`) registers its recipes before the command line runs; from
-//! then on every command that reads a scenario file (`run`, `sweep`, `replay`, `shrink`) finds
-//! them by name as it finds the built-ins. A registered recipe is a [`Registration`]: its name,
-//! its variants, the crate and version that registered it (which a run report records and a
-//! replay compares), and how to read its `[workload.config]` table into a workload the runner
-//! can run ([`OwnWorkload`]). The typed side of it, generic over the user's
-//! [`SimRecipe`](crate::custom::SimRecipe), is `custom::registration`.
+//! A registered recipe is a [`Registration`]: its name, its variants, the crate and version
+//! that registered it (which a run report records and a replay compares), the `[workload.*]`
+//! tables a scenario may give it, its phases' defaults, and how to make of a scenario's variant
+//! and configuration a workload the runner can run ([`OwnWorkload`]). The five built-in recipes
+//! are registrations of this crate (`crate::builtins`), added the first time the registry is
+//! read; a user's binary (`custom_main!`) registers its recipes (the typed side, generic over
+//! the user's [`SimRecipe`](crate::custom::SimRecipe), is `custom::registration`) before the
+//! command line runs. From then on every command that reads a scenario file (`run`, `sweep`,
+//! `replay`, `shrink`) finds every recipe by name.
 //!
-//! The registry is process-wide, filled once before any scenario is read, and read-only after;
-//! its order is the names' (a `BTreeMap`), so what it lists never depends on the order of
+//! The registry is process-wide, filled before any scenario is read, and read-only after; its
+//! order is the names' (a `BTreeMap`), so what it lists never depends on the order of
 //! registration.
 
 use std::collections::BTreeMap;
@@ -21,9 +23,8 @@ use serde::{Serialize, Serializer};
 use zkh_model::properties::Class;
 
 use super::resolve::Problem;
-use super::RecipeName;
 
-/// A recipe of the user's own, as the registry keeps it.
+/// A recipe, as the registry keeps it.
 pub trait Registration: Send + Sync + 'static {
     /// What a scenario writes as `recipe = "..."`.
     fn name(&self) -> &'static str;
@@ -33,12 +34,37 @@ pub trait Registration: Send + Sync + 'static {
     fn package(&self) -> &str;
     /// The workload of `variant` (already checked to be one of [`variants`](Self::variants))
     /// with `config`, the scenario's `[workload.config]` table (absent: the recipe's default);
-    /// a refused knob is a problem at `workload.config.<knob>`.
+    /// a refused knob is a problem at `workload.config.<knob>`. The workload runs the variant
+    /// the resolved scenario names when it runs (`OwnWorkload::run`, simulated build).
     fn workload(
         &self,
         variant: &'static str,
         config: Option<&toml::Table>,
     ) -> Result<Arc<dyn OwnWorkload>, Problem>;
+    /// The `[workload.*]` tables a scenario may give the recipe (any other is refused): a
+    /// user's recipe reads `config`, which the registry deserializes into its configuration;
+    /// a built-in reads its application's table (`stock`, `leader_job` or `sharded`), whose
+    /// values the resolved scenario carries.
+    fn tables(&self) -> &'static [&'static str] {
+        &["config"]
+    }
+    /// The defaults of the run's phases for this recipe.
+    fn phases(&self) -> PhaseDefaults {
+        PhaseDefaults {
+            liveness_ms: 15_000,
+            leader_within_ms: None,
+        }
+    }
+}
+
+/// A recipe's defaults for a scenario's `[phases]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PhaseDefaults {
+    /// The liveness phase after the heal.
+    pub liveness_ms: u64,
+    /// The bound of "leader elected" after the heal, for a recipe that judges it (only such a
+    /// recipe's scenario may set `phases.leader_within_ms`); none for one that does not.
+    pub leader_within_ms: Option<u64>,
 }
 
 /// One property of a recipe of the user's own: its name, class and what it means.
@@ -52,68 +78,49 @@ pub struct PropertyInfo {
     pub explanation: &'static str,
 }
 
-/// A user's recipe with its variant and configuration: what the runner runs.
+/// A recipe with its variant and configuration: what the runner runs.
 pub trait OwnWorkload: Send + Sync + 'static {
     /// The recipe's properties under this configuration.
     fn properties(&self) -> Vec<PropertyInfo>;
 
-    /// Runs `scenario` (whose recipe is this workload) for `seed` on the simulated ensemble.
+    /// Runs `scenario` (whose recipe is this workload, and whose `variant` is one of the
+    /// recipe's) for `seed` on the simulated ensemble.
     #[cfg(madsim)]
     fn run(&self, scenario: &super::Resolved, seed: u64) -> crate::runner::RunResult;
 }
 
-/// A registered recipe with its variant, in a resolved scenario.
+/// The recipe of a resolved scenario, with its variant and configuration: a registered recipe
+/// (one of the five built in, or a user's own).
 #[derive(Clone)]
-pub struct OwnRecipe {
+pub struct ScenarioRecipe {
     /// The registration.
     pub registration: Arc<dyn Registration>,
     /// The workload it made of the scenario's variant and configuration.
     pub workload: Arc<dyn OwnWorkload>,
 }
 
-impl fmt::Debug for OwnRecipe {
+impl fmt::Debug for ScenarioRecipe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "OwnRecipe({} of {})",
+            "ScenarioRecipe({} of {})",
             self.registration.name(),
             self.registration.package()
         )
     }
 }
 
-/// The recipe of a resolved scenario: one of the five built in, or one of the user's own.
-#[derive(Clone, Debug)]
-pub enum ScenarioRecipe {
-    /// A built-in recipe.
-    BuiltIn(RecipeName),
-    /// A recipe a user's binary registered.
-    Own(OwnRecipe),
-}
-
 impl ScenarioRecipe {
     /// The name as a scenario writes it.
     pub fn as_str(&self) -> &'static str {
-        match self {
-            ScenarioRecipe::BuiltIn(recipe) => recipe.as_str(),
-            ScenarioRecipe::Own(own) => own.registration.name(),
-        }
+        self.registration.name()
     }
 
-    /// The crate and version that registered a recipe of the user's own (none for a built-in).
+    /// The crate and version that registered a recipe of the user's own; none for a built-in,
+    /// which is this binary's own (a report's commit names it).
     pub fn package(&self) -> Option<String> {
-        match self {
-            ScenarioRecipe::BuiltIn(_) => None,
-            ScenarioRecipe::Own(own) => Some(own.registration.package().to_owned()),
-        }
-    }
-
-    /// The built-in recipe, if this is one.
-    pub fn built_in(&self) -> Option<RecipeName> {
-        match self {
-            ScenarioRecipe::BuiltIn(recipe) => Some(*recipe),
-            ScenarioRecipe::Own(_) => None,
-        }
+        let built_in = crate::builtins::NAMES.contains(&self.as_str());
+        (!built_in).then(|| self.registration.package().to_owned())
     }
 }
 
@@ -134,8 +141,8 @@ impl Serialize for ScenarioRecipe {
 static REGISTRY: RwLock<BTreeMap<&'static str, Arc<dyn Registration>>> =
     RwLock::new(BTreeMap::new());
 
-/// The recipes this crate registers through the same API as a user's (`lock-model`), added
-/// the first time the registry is read or written, in every process that reads a scenario.
+/// The recipes this crate registers (the five built in, and `lock-model`), added the first time
+/// the registry is read or written, in every process that reads a scenario.
 static CRATES_OWN: Once = Once::new();
 
 /// Adds this crate's own registrations, once.
@@ -183,21 +190,14 @@ pub fn registered(name: &str) -> Option<Arc<dyn Registration>> {
     registry.get(name).cloned()
 }
 
-/// The names of the registered recipes, in order.
+/// The names of the registered recipes but the five built in, in order.
 pub fn registered_names() -> Vec<&'static str> {
     ensure_crates_own();
     let registry = REGISTRY
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    registry.keys().copied().collect()
-}
-
-/// The built-in recipes' names.
-pub(crate) fn built_in_names() -> Vec<&'static str> {
-    RecipeName::ALL
-        .iter()
-        .map(|recipe| recipe.as_str())
-        .collect()
+    let built_in = |name: &&str| crate::builtins::NAMES.contains(name);
+    registry.keys().copied().filter(|n| !built_in(n)).collect()
 }
 
 /// Why `name` names no recipe: the built-ins and the registered recipes, listed.
@@ -205,7 +205,7 @@ pub(crate) fn unknown_recipe(name: &str) -> String {
     format!(
         "unknown recipe \"{name}\" (built in: {}; registered: {}); a recipe of your own runs \
          from its own binary (docs/your-recipe.md)",
-        built_in_names().join(", "),
+        crate::builtins::NAMES.join(", "),
         registered_names().join(", ")
     )
 }

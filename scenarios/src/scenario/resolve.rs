@@ -2,73 +2,18 @@
 //! every name and number checked. A problem is reported with the dotted path of the field it is
 //! about, which the parser turns into a line and column.
 
-use serde::{Deserialize, Serialize};
-use zkh_recipes::elastic_job::JobVariant;
-use zkh_recipes::election::ElectionVariant;
-use zkh_recipes::latch::LatchVariant;
-use zkh_recipes::lock::LockVariant;
-use zkh_recipes::master::MasterVariant;
+use serde::Serialize;
 use zkh_sim::fault::{Fault, FaultPlan, NodeRef, ServerRef};
 
-use super::own::{registered, unknown_recipe, OwnRecipe, ScenarioRecipe};
-use super::{is_a_minute, RecipeName, ScenarioFile, ShardedApp};
-
-/// A recipe and its variant, typed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SimRecipe {
-    /// The lock.
-    Lock(LockVariant),
-    /// The latch.
-    Latch(LatchVariant),
-    /// The job election.
-    Election(ElectionVariant),
-    /// The book's master election.
-    Master(MasterVariant),
-    /// The sharded job.
-    Job(JobVariant),
-}
-
-/// The properties each recipe's workload judges (`always` and `eventually`), in the order its
-/// findings list them.
-pub fn judged_properties(recipe: RecipeName) -> &'static [&'static str] {
-    match recipe {
-        RecipeName::Lock => &[
-            "mutual exclusion",
-            "no oversell",
-            "herd free",
-            "leader elected",
-            "claims are owned",
-            "no orphaned ephemerals",
-        ],
-        RecipeName::Latch | RecipeName::Election => &[
-            "single acting master",
-            "herd free",
-            "leader elected",
-            "claims are owned",
-            "no orphaned ephemerals",
-        ],
-        RecipeName::Master => &[
-            "single acting master",
-            "leader elected",
-            "claims are owned",
-            "no orphaned ephemerals",
-        ],
-        RecipeName::Job => &[
-            "no shard executed twice",
-            "no shard lost",
-            "runs when scheduled",
-            "leader elected",
-            "claims are owned",
-        ],
-    }
-}
+use super::own::{registered, unknown_recipe, ScenarioRecipe};
+use super::{is_a_minute, ScenarioFile, ShardedApp};
 
 /// A scenario ready to run: every knob has its value.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Resolved {
     /// The scenario's name (its file's stem).
     pub name: String,
-    /// The recipe: built in, or registered by a user's binary.
+    /// The recipe: a registered one (built in, or of a user's binary), with its workload.
     pub recipe: ScenarioRecipe,
     /// Its variant.
     pub variant: String,
@@ -123,22 +68,7 @@ pub struct Resolved {
 /// A problem with a field: its dotted path and what is wrong.
 pub type Problem = (String, String);
 
-fn variant<T: for<'de> Deserialize<'de>>(name: &str, known: &str) -> Result<T, Problem> {
-    serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
-        (
-            "workload.variant".to_owned(),
-            format!("unknown variant {name:?} (known: {known})"),
-        )
-    })
-}
-
 impl Resolved {
-    /// The built-in recipe with its variant, typed; `None` for a recipe of the user's own.
-    pub fn sim_recipe(&self) -> Option<SimRecipe> {
-        let recipe = self.recipe.built_in()?;
-        Some(sim_recipe(recipe, &self.variant).expect("a resolved scenario's variant was checked"))
-    }
-
     /// Whether this scenario is a positive control.
     pub fn is_control(&self) -> bool {
         self.expect_violation.is_some()
@@ -163,25 +93,6 @@ impl Resolved {
             range.collect()
         }
     }
-}
-
-fn sim_recipe(recipe: RecipeName, name: &str) -> Result<SimRecipe, Problem> {
-    Ok(match recipe {
-        RecipeName::Lock => SimRecipe::Lock(variant(
-            name,
-            "correct, herd, unprotected, unguaranteed-delete",
-        )?),
-        RecipeName::Latch => SimRecipe::Latch(variant(
-            name,
-            "correct, trust-predecessor, no-owner-check, keep-on-suspend, requeue-when-behind, unprotected",
-        )?),
-        RecipeName::Election => SimRecipe::Election(variant(name, "correct, check-then-write, forgetful-close")?),
-        RecipeName::Master => SimRecipe::Master(variant(name, "correct, no-watch")?),
-        RecipeName::Job => SimRecipe::Job(variant(
-            name,
-            "correct, one-item-per-idle, trust-owners, no-cycle-claim, uncovered-reshard, no-reregister, run-ahead",
-        )?),
-    })
 }
 
 pub(crate) fn check(
@@ -226,39 +137,29 @@ pub(crate) fn check_ensemble(
 pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Problem> {
     let w = &file.workload;
     let (recipe, variant) = scenario_recipe(w)?;
-    let built_in = recipe.built_in();
     check_ensemble(w.servers, w.clients, w.session_timeout_ms)?;
-    let is_job = built_in == Some(RecipeName::Job);
-    let is_leader = matches!(
-        built_in,
-        Some(RecipeName::Latch | RecipeName::Election | RecipeName::Master)
-    );
-    let only = |present: bool, table: &str, owner: &str| {
+    let reads = recipe.registration.tables();
+    let tables = [
+        ("stock", w.stock.is_some()),
+        ("leader_job", w.leader_job.is_some()),
+        ("sharded", w.sharded.is_some()),
+        ("config", w.config.is_some()),
+    ];
+    for (table, present) in tables {
         check(
-            !present,
+            !present || reads.contains(&table),
             format!("workload.{table}"),
             format!(
-                "[workload.{table}] is the application of {owner}, not of the {}",
-                w.recipe
+                "the {} reads no [workload.{table}] ({})",
+                w.recipe,
+                match reads {
+                    [] => "it has no knobs".to_owned(),
+                    [only] => format!("its knobs are in [workload.{only}]"),
+                    many => format!("it reads [workload.{}]", many.join("], [workload.")),
+                }
             ),
-        )
-    };
-    only(
-        w.stock.is_some() && built_in != Some(RecipeName::Lock),
-        "stock",
-        "the lock",
-    )?;
-    only(
-        w.config.is_some() && built_in.is_some(),
-        "config",
-        "a recipe of your own (a built-in recipe's knobs are in its own table)",
-    )?;
-    only(
-        w.leader_job.is_some() && !is_leader,
-        "leader_job",
-        "the latch, the election and the master",
-    )?;
-    only(w.sharded.is_some() && !is_job, "sharded", "the job")?;
+        )?;
+    }
     let stock = w.stock.clone().unwrap_or_default();
     let leader_job = w.leader_job.clone().unwrap_or_default();
     let sharded = w.sharded.clone().unwrap_or_default();
@@ -293,22 +194,21 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
             stock.initial_units.unwrap_or_default()
         ),
     )?;
+    let defaults = recipe.registration.phases();
     let fault_ms = file.phases.fault_ms.unwrap_or(20_000);
-    let liveness_ms = file
-        .phases
-        .liveness_ms
-        .unwrap_or(if is_job { 40_000 } else { 15_000 });
+    let liveness_ms = file.phases.liveness_ms.unwrap_or(defaults.liveness_ms);
     check(
-        built_in.is_some() || file.phases.leader_within_ms.is_none(),
+        defaults.leader_within_ms.is_some() || file.phases.leader_within_ms.is_none(),
         "phases.leader_within_ms",
-        "the bound of the built-in recipes' \"leader elected\"; a recipe of your own judges its \
-         own properties",
+        format!(
+            "the bound of \"leader elected\", which the {} does not judge (it judges its own \
+             properties)",
+            w.recipe
+        ),
     )?;
-    let leader_within_ms = file.phases.leader_within_ms.unwrap_or(match built_in {
-        Some(RecipeName::Job) => 20_000,
-        Some(_) => 10_000,
-        None => liveness_ms,
-    });
+    let leader_within_ms = (file.phases.leader_within_ms)
+        .or(defaults.leader_within_ms)
+        .unwrap_or(liveness_ms);
     check_phases(fault_ms, liveness_ms)?;
     check(
         leader_within_ms <= liveness_ms,
@@ -316,16 +216,13 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         format!("expected at most the liveness phase ({liveness_ms} ms), found {leader_within_ms}"),
     )?;
     check_faults(&file.faults, w.clients, w.servers, fault_ms)?;
-    if is_job {
+    if reads.contains(&"sharded") {
         check_judged_cycles(&sharded, fault_ms, liveness_ms)?;
     }
-    let judged: Vec<&str> = match &recipe {
-        ScenarioRecipe::BuiltIn(name) => judged_properties(*name).to_vec(),
-        ScenarioRecipe::Own(own) => (own.workload.properties().into_iter())
-            .filter(|property| property.class != zkh_model::properties::Class::Sometimes)
-            .map(|property| property.name)
-            .collect(),
-    };
+    let judged: Vec<&str> = (recipe.workload.properties().into_iter())
+        .filter(|property| property.class != zkh_model::properties::Class::Sometimes)
+        .map(|property| property.name)
+        .collect();
     let known = |name: &str, path: String| {
         check(
             judged.contains(&name),
@@ -399,14 +296,10 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
     })
 }
 
-/// The recipe `workload` names and its variant, checked: a built-in, or a registered recipe's
-/// workload made of its `[workload.config]`. A registered recipe with no variant called
-/// `correct` runs its first (correct) one when the file names none.
+/// The recipe `workload` names and its variant, checked, with the workload its registration
+/// makes of them and of `[workload.config]`. A recipe with no variant called `correct` runs its
+/// first (correct) one when the file names none.
 fn scenario_recipe(workload: &super::WorkloadSpec) -> Result<(ScenarioRecipe, String), Problem> {
-    if let Some(recipe) = RecipeName::parse(&workload.recipe) {
-        sim_recipe(recipe, &workload.variant)?;
-        return Ok((ScenarioRecipe::BuiltIn(recipe), workload.variant.clone()));
-    }
     let Some(registration) = registered(&workload.recipe) else {
         return Err((
             "workload.recipe".to_owned(),
@@ -428,11 +321,14 @@ fn scenario_recipe(workload: &super::WorkloadSpec) -> Result<(ScenarioRecipe, St
             ),
         ));
     };
-    let workload = registration.workload(variant, workload.config.as_ref())?;
-    let recipe = ScenarioRecipe::Own(OwnRecipe {
+    let config = (registration.tables().contains(&"config"))
+        .then_some(workload.config.as_ref())
+        .flatten();
+    let workload = registration.workload(variant, config)?;
+    let recipe = ScenarioRecipe {
         registration,
         workload,
-    });
+    };
     Ok((recipe, (*variant).to_owned()))
 }
 

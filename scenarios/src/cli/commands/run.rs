@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::report::{exit, FindingRecord, RunReport};
 use crate::runner::{self, RunResult};
-use crate::scenario::{self, Loaded, Resolved, ScenarioRecipe};
+use crate::scenario::{self, Loaded, Resolved};
 
 use super::{repro, RunArgs};
 use crate::cli::say;
@@ -54,10 +54,9 @@ pub(super) fn describe(scenario: &Resolved) -> String {
         },
         scenario.fault_ms,
         scenario.liveness_ms,
-        match scenario.recipe {
-            ScenarioRecipe::BuiltIn(_) =>
-                format!(", leader within {} ms", scenario.leader_within_ms),
-            ScenarioRecipe::Own(_) => String::new(),
+        match scenario.recipe.registration.phases().leader_within_ms {
+            Some(_) => format!(", leader within {} ms", scenario.leader_within_ms),
+            None => String::new(),
         },
     )
 }

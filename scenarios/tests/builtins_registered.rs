@@ -1,0 +1,123 @@
+//! The five built-in recipes are registrations like a user's: both registries find them by
+//! name with their variants, a scenario's tables are checked against what the registration
+//! reads, and a recipe's paths are the same in both engines, so an exported counterexample
+//! aims its triggers at the paths the model named.
+
+use zkh_model::check::{find_violation, Acting, FaultBudget, LockWorkload, LOCK_DIR};
+use zkh_scenarios::builtins::{variants, NAMES};
+use zkh_scenarios::scenario::{parse, registered, registered_names};
+use zkh_scenarios::{export, Recipe};
+
+#[test]
+fn every_built_in_is_registered_in_both_engines_with_its_variants() {
+    for name in NAMES {
+        let registration = registered(name).unwrap_or_else(|| panic!("{name} is registered"));
+        assert_eq!(registration.name(), name);
+        assert_eq!(registration.variants(), variants(name));
+        assert_eq!(registration.variants()[0], "correct", "{name}");
+        for variant in registration.variants() {
+            let budget = FaultBudget::parse("expire=1").expect("a budget");
+            let recipe =
+                Recipe::new(name, variant, 2, budget, Acting::CaughtUp).unwrap_or_else(|error| {
+                    panic!("the model checker takes {name} {variant}: {error}")
+                });
+            assert_eq!(
+                recipe.shape.is_some(),
+                name == "job",
+                "{name}: only the job has a shape"
+            );
+        }
+    }
+    // The registry lists the recipes beside the built-ins apart from them.
+    let others = registered_names();
+    assert!(others.contains(&"lock-model"), "{others:?}");
+    assert!(
+        NAMES.iter().all(|name| !others.contains(name)),
+        "{others:?}"
+    );
+}
+
+#[test]
+fn an_unknown_recipe_or_variant_names_what_is_registered() {
+    let budget = FaultBudget::parse("none").expect("a budget");
+    let error = Recipe::new("queue", "correct", 2, budget, Acting::CaughtUp).expect_err("unknown");
+    assert_eq!(
+        error,
+        "unknown recipe \"queue\" (known: election, job, latch, lock, lock-model, master)"
+    );
+    let error =
+        Recipe::new("master", "lossy", 2, budget, Acting::CaughtUp).expect_err("no such variant");
+    assert_eq!(
+        error,
+        "master has no variant \"lossy\" (known: correct, no-watch)"
+    );
+}
+
+/// The first problem of the scenario `text`.
+fn problem(text: &str) -> String {
+    match parse("tables.toml", "tables", text) {
+        Ok(_) => panic!("refused:\n{text}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+#[test]
+fn a_table_the_recipe_does_not_read_is_refused_with_the_one_it_does() {
+    assert_eq!(
+        problem("[workload]\nrecipe = \"latch\"\n\n[workload.stock]\ncritical_ms = 5\n"),
+        "tables.toml:4:1: workload.stock: the latch reads no [workload.stock] (its knobs are in \
+         [workload.leader_job])"
+    );
+    assert_eq!(
+        problem("[workload]\nrecipe = \"lock-model\"\n\n[workload.sharded]\nitems = 2\n"),
+        "tables.toml:4:1: workload.sharded: the lock-model reads no [workload.sharded] (its \
+         knobs are in [workload.config])"
+    );
+    assert_eq!(
+        problem("[workload]\nrecipe = \"job\"\n\n[workload.config]\nknob = 1\n"),
+        "tables.toml:4:1: workload.config: the job reads no [workload.config] (its knobs are in \
+         [workload.sharded])"
+    );
+    assert!(
+        problem("[workload]\nrecipe = \"lock-model\"\n\n[phases]\nleader_within_ms = 5000\n")
+            .contains("phases.leader_within_ms: the bound of \"leader elected\", which the lock-model does not judge"),
+    );
+    // Each table is read by the recipe it belongs to.
+    for (recipe, table) in [
+        ("lock", "[workload.stock]\ncritical_ms = 5"),
+        ("master", "[workload.leader_job]\ninterval_ms = 200"),
+        ("job", "[workload.sharded]\nitems = 2"),
+    ] {
+        let text = format!("[workload]\nrecipe = \"{recipe}\"\n\n{table}\n");
+        parse("tables.toml", "tables", &text)
+            .unwrap_or_else(|error| panic!("{recipe} reads {table}: {error}"));
+    }
+}
+
+#[test]
+fn an_exported_counterexample_aims_at_the_paths_the_model_named() {
+    assert_eq!(
+        LOCK_DIR,
+        zkh_sim::paths::LOCK_DIR,
+        "one path in both engines"
+    );
+    let budget = FaultBudget::parse("drop-reply=1").expect("a budget");
+    let recipe = Recipe::new("lock", "unprotected", 2, budget, Acting::CaughtUp).expect("the lock");
+    let model = recipe.model::<LockWorkload>().expect("the lock's model");
+    let violation = find_violation(&model).expect("a lost reply breaks the unprotected lock");
+    let scenario = export(&recipe, violation.property, &violation.path, "test");
+    let triggers = &scenario.faults.triggered;
+    assert!(
+        !triggers.is_empty(),
+        "the lost reply is a trigger: {scenario:?}"
+    );
+    for trigger in triggers {
+        assert_eq!(
+            trigger.when.path_prefix,
+            format!("{LOCK_DIR}/"),
+            "{scenario:?}"
+        );
+    }
+    assert_eq!(scenario.workload.recipe, "lock");
+    assert!(!scenario.workload.fenced, "the check was not fenced");
+}
