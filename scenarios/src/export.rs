@@ -214,8 +214,7 @@ fn judged_by_the_simulator(recipe: &Recipe, property: &str) -> bool {
     let Some(registration) = crate::scenario::registered(&recipe.name) else {
         return false;
     };
-    let variant = (registration.variants().iter()).find(|v| **v == recipe.variant);
-    let workload = variant.and_then(|variant| registration.workload(variant, None).ok());
+    let workload = registration.workload(None).ok();
     workload.is_some_and(|w| w.properties().iter().any(|p| p.name == property))
 }
 

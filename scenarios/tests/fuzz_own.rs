@@ -152,7 +152,7 @@ fn the_unchanged_files_are_read() {
     );
     let class = zkh_scenarios::scenario::registered("fuzzed-creator")
         .expect("registered")
-        .workload("correct", None)
+        .workload(None)
         .expect("the default configuration")
         .properties()[0]
         .class;

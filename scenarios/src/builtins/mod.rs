@@ -19,7 +19,8 @@ pub(crate) mod simulated;
 
 use serde::de::DeserializeOwned;
 use zkh_model::check::{
-    Acting, ElectionWorkload, JobWorkload, LatchWorkload, LockWorkload, MasterWorkload,
+    Acting, ElectionWorkload, JobWorkload, LatchWorkload, LockWorkload, MasterWorkload, JOB_CYCLES,
+    JOB_ITEMS,
 };
 
 use crate::cli::machines::{JobShape, MachineEntry};
@@ -79,7 +80,6 @@ pub(crate) fn models() -> [MachineEntry; 5] {
         unfenced_unless_checked(recipe, workload);
         workload.leader_job = Some(LeaderJobApp::default());
     };
-    let default_job = JobWorkload::new(typed("correct"));
     [
         MachineEntry::built(
             LOCK,
@@ -121,8 +121,8 @@ pub(crate) fn models() -> [MachineEntry; 5] {
             JOB,
             variants(JOB),
             Some(JobShape {
-                items: default_job.items,
-                cycles: default_job.cycles,
+                items: JOB_ITEMS,
+                cycles: JOB_CYCLES,
             }),
             |recipe| {
                 let shape = recipe.shape.expect("the sharded job has a shape");

@@ -42,13 +42,8 @@ impl Registration for BuiltIn {
         concat!(env!("CARGO_PKG_NAME"), " ", env!("CARGO_PKG_VERSION"))
     }
 
-    fn workload(
-        &self,
-        variant: &'static str,
-        config: Option<&toml::Table>,
-    ) -> Result<Arc<dyn OwnWorkload>, Problem> {
+    fn workload(&self, config: Option<&toml::Table>) -> Result<Arc<dyn OwnWorkload>, Problem> {
         debug_assert!(config.is_none(), "the resolver refuses a built-in's config");
-        let _ = variant;
         Ok(Arc::new(Workload { name: self.name }))
     }
 

@@ -152,9 +152,9 @@ impl MachineRecipe for zkh_model::check::LockWorkload {
         &["correct", "herd", "unprotected", "unguaranteed-delete"];
 
     fn of_variant(variant: &str) -> Self {
-        let variant = serde_json::from_value(serde_json::Value::String(variant.to_owned()))
-            .unwrap_or_else(|_| panic!("the lock has no variant {variant:?}"));
-        zkh_model::check::LockWorkload { variant }
+        zkh_model::check::LockWorkload {
+            variant: crate::builtins::typed(variant),
+        }
     }
 
     fn properties() -> Vec<Property> {

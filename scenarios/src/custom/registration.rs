@@ -76,11 +76,7 @@ impl<R: SimRecipe> Registration for Entry<R> {
         &self.package
     }
 
-    fn workload(
-        &self,
-        variant: &'static str,
-        config: Option<&toml::Table>,
-    ) -> Result<Arc<dyn OwnWorkload>, Problem> {
+    fn workload(&self, config: Option<&toml::Table>) -> Result<Arc<dyn OwnWorkload>, Problem> {
         let config: R::Config = match config {
             None => R::Config::default(),
             Some(table) => {
@@ -102,7 +98,6 @@ impl<R: SimRecipe> Registration for Entry<R> {
                 refused.message,
             )
         })?;
-        let _ = variant;
         Ok(Arc::new(Typed::<R> { config }))
     }
 }

@@ -32,15 +32,10 @@ pub trait Registration: Send + Sync + 'static {
     fn variants(&self) -> &'static [&'static str];
     /// The crate and version that registered it, `name version`.
     fn package(&self) -> &str;
-    /// The workload of `variant` (already checked to be one of [`variants`](Self::variants))
-    /// with `config`, the scenario's `[workload.config]` table (absent: the recipe's default);
-    /// a refused knob is a problem at `workload.config.<knob>`. The workload runs the variant
-    /// the resolved scenario names when it runs (`OwnWorkload::run`, simulated build).
-    fn workload(
-        &self,
-        variant: &'static str,
-        config: Option<&toml::Table>,
-    ) -> Result<Arc<dyn OwnWorkload>, Problem>;
+    /// The workload of `config`, the scenario's `[workload.config]` table (absent: the recipe's
+    /// default); a refused knob is a problem at `workload.config.<knob>`. The workload runs the
+    /// variant the resolved scenario names when it runs (`OwnWorkload::run`, simulated build).
+    fn workload(&self, config: Option<&toml::Table>) -> Result<Arc<dyn OwnWorkload>, Problem>;
     /// The `[workload.*]` tables a scenario may give the recipe (any other is refused): a
     /// user's recipe reads `config`, which the registry deserializes into its configuration;
     /// a built-in reads its application's table (`stock`, `leader_job` or `sharded`), whose

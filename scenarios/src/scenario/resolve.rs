@@ -324,7 +324,7 @@ fn scenario_recipe(workload: &super::WorkloadSpec) -> Result<(ScenarioRecipe, St
     let config = (registration.tables().contains(&"config"))
         .then_some(workload.config.as_ref())
         .flatten();
-    let workload = registration.workload(variant, config)?;
+    let workload = registration.workload(config)?;
     let recipe = ScenarioRecipe {
         registration,
         workload,
