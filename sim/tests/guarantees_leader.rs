@@ -1,10 +1,15 @@
-//! "Linearizable writes" (`zkh_model::guarantees`, module `order`) against a server fault of our
-//! own design: a leader that commits on its own acknowledgement and keeps leading when its
-//! followers fall silent. The leader is cut off with one client; the two other servers, with a
-//! second client, elect a new leader, which acknowledges the second client's write at the new
-//! epoch; then the first client writes through the old leader, which acknowledges it at its old
-//! epoch's next zxid, lower than a write acknowledged before it was issued. The unchanged
-//! servers step down, the cut-off client's write fails, and every guarantee holds.
+//! "Linearizable writes" and "one leader per epoch" (`zkh_model::guarantees`, module `order`)
+//! against two server faults of our own design. The leader is cut off with one client; the two
+//! other servers, with a second client, elect a new leader, which acknowledges the second
+//! client's write at the new epoch; then the first client writes through the old leader.
+//!
+//! - A leader that commits on its own acknowledgement and keeps leading when its followers fall
+//!   silent acknowledges that write at its old epoch's next zxid, lower than a write
+//!   acknowledged before it was issued: "linearizable writes" catches it.
+//! - A leader that, having lost its quorum, starts the next epoch alone and serves in it, leads
+//!   the very epoch the majority's new leader leads: "one leader per epoch" catches it.
+//!
+//! The unchanged servers step down, the cut-off client's write fails, and every guarantee holds.
 #![cfg(madsim)]
 
 mod common;
@@ -14,7 +19,7 @@ use common::broken_guarantees;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use zkh_model::guarantees::LINEARIZABLE_WRITES;
+use zkh_model::guarantees::{LINEARIZABLE_WRITES, ONE_LEADER_PER_EPOCH};
 use zkh_recipes::{CreateMode, ZkClient};
 use zkh_sim::cluster::{Cluster, ClusterConfig};
 use zkh_sim::fault::{Fault, NodeRef, ServerRef};
@@ -24,7 +29,7 @@ use zkh_sim::server::ServerDefects;
 /// The seeds on which the unchanged servers must keep every guarantee.
 const SEEDS: u64 = 10;
 
-/// Whether the cut-off client's write was acknowledged, and the always-guarantees the run broke.
+/// Whether the cut-off client's write was acknowledged (within 20 s), and the always-guarantees the run broke.
 fn split_leader(seed: u64, defects: ServerDefects) -> (bool, Vec<String>) {
     run_seed(seed, 300, move |seed| async move {
         // Half-second ticks: a leader steps down, and followers give up on it, after 2.5 s.
@@ -78,9 +83,13 @@ fn split_leader(seed: u64, defects: ServerDefects) -> (bool, Vec<String>) {
             }
         }
         assert!(acknowledged, "the majority elected a leader within 30 s");
-        let old_write = cut_off.set_data("/x", b"old", -1).await;
+        // A lone leader that cannot commit never answers: 20 s is past the unchanged servers'
+        // step-down and the client's ConnectionLoss.
+        let old_write =
+            madsim::time::timeout(Duration::from_secs(20), cut_off.set_data("/x", b"old", -1))
+                .await;
         let broken = broken_guarantees(&cluster.history(), &cluster.commit_logs());
-        (old_write.is_ok(), broken)
+        (matches!(old_write, Ok(Ok(_))), broken)
     })
 }
 
@@ -103,6 +112,24 @@ fn a_leader_that_commits_alone_after_a_new_one_was_elected_breaks_linearizable_w
         linearizable.contains("was acknowledged with zxid 0x2") && linearizable.contains("0x1"),
         "{linearizable}"
     );
+}
+
+#[test]
+fn a_leader_that_starts_the_next_epoch_alone_breaks_one_leader_per_epoch() {
+    let defect = ServerDefects {
+        leads_next_epoch_alone: true,
+        ..ServerDefects::default()
+    };
+    let (acknowledged, broken) = split_leader(0, defect);
+    println!("caught at seed 0: {broken:?}");
+    assert!(
+        !acknowledged,
+        "a lone leader serves but cannot commit without a quorum"
+    );
+    let leaders = (broken.iter())
+        .find(|b| b.starts_with(ONE_LEADER_PER_EPOCH))
+        .unwrap_or_else(|| panic!("one leader per epoch among {broken:?}"));
+    assert!(leaders.contains("both led epoch 2"), "{leaders}");
 }
 
 #[test]

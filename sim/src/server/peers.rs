@@ -383,7 +383,13 @@ impl Server {
                     && now.duration_since(leader.since) > limit
                     && !alone
                 {
-                    self.become_looking();
+                    if self.config.defects.leads_next_epoch_alone && leader.established {
+                        let next = lock(&self.shared.disk).epoch + 1;
+                        self.become_leader(next, now);
+                        self.establish();
+                    } else {
+                        self.become_looking();
+                    }
                     return;
                 }
                 // Only an established leader expires sessions (it proposes nothing before).
