@@ -57,6 +57,15 @@ pub struct Node {
 }
 
 impl Node {
+    /// A copy without the list of children (its counts kept), for a view of a few paths.
+    pub fn without_children(&self) -> Node {
+        Node {
+            data: self.data.clone(),
+            children: BTreeSet::new(),
+            ..*self
+        }
+    }
+
     fn new(data: Vec<u8>, zxid: i64, ephemeral_owner: Option<SessionId>, container: bool) -> Node {
         Node {
             data,

@@ -224,7 +224,14 @@ impl Cluster {
             .zip(&self.servers)
             .map(|(id, slot)| (id, lock(&slot.shared.disk).model.clone()))
             .collect();
-        CommitLogs { applied, finals }
+        let around = (self.servers.iter())
+            .map(|slot| std::mem::take(&mut *lock(&slot.shared.around)))
+            .collect();
+        CommitLogs {
+            applied,
+            finals,
+            around,
+        }
     }
 
     /// Appends to the history (for workloads: role changes, side effects).

@@ -14,6 +14,7 @@
 //! | [`LINEARIZABLE_WRITES`] | always | Programmer's Guide, "ZooKeeper guarantees"; ZooKeeper paper (Hunt et al., ATC 2010) 2.3 | a write acknowledged before another was issued has the smaller zxid |
 //! | [`FIFO_CLIENT_ORDER`] | always | Programmer's Guide, "ZooKeeper guarantees" (sequential consistency: updates from a client are applied in the order sent); ZooKeeper paper 2.3 (FIFO client order) | in the order a session issued them, its answered requests' zxids never go down, and two writes' go up |
 //! | [`SINGLE_SYSTEM_IMAGE`] | always | Programmer's Guide, "Consistency Guarantees": a client sees the same view whatever server it connects to, never an older one | within a session, a reply never carries a zxid below one the session had already been answered with before it issued the request |
+//! | [`ATOMICITY`] | always | Programmer's Guide, "ZooKeeper guarantees" (atomicity: updates either succeed or fail, no partial results) and the `multi` call | each server's tree at a multi's or a failed write's paths, recorded just before and after it applied it, changes as the agreed order's replay does there: a multi whole or not at all, a failed write not at all (`atomicity`) |
 //! | [`DURABILITY`] | always | Programmer's Guide, "ZooKeeper guarantees" (reliability: once applied, a change persists); Zab (a committed transaction survives leader changes) | each acknowledged write is in the servers' agreed order at its zxid, and each server's final state is that order replayed to its last zxid |
 //! | [`SEQUENTIALLY_CONSISTENT_READS`] | always | Programmer's Guide, "ZooKeeper guarantees" (sequential consistency); ZooKeeper paper 2.3 (reads served from the local replica) | each answered read equals the tree after the servers' agreed transactions up to its zxid (`reads`, from the commit logs) |
 //! | [`SYNC_THEN_READ`] | always | Programmer's Guide, "ZooKeeper guarantees" and the `sync` call; ZooKeeper paper 2.3 (sync makes a server apply the pending writes before the read) | the sync's reply, and each read its session issues after it, carry a zxid at or past every write acknowledged before the sync was issued (`sync`) |
@@ -37,9 +38,8 @@
 //! in it) give the order the ensemble agreed on; the checks that need them say "not judged"
 //! where there are none (a history from elsewhere) or the data was lost.
 //!
-//! Not judged yet: atomicity of a multi beyond what the replay shows (the servers' trees after
-//! each transaction are not recorded, only at the end).
 
+mod atomicity;
 mod companions;
 mod first;
 mod once;
@@ -55,6 +55,7 @@ mod watches;
 use crate::history::{Entries, HistoryEvent};
 use crate::properties::{Class, Finding};
 
+pub use atomicity::{recorded as recorded_around, view as paths_view, Around, PathsView};
 pub use ops::{operations, Operation};
 pub use reads::{container_reaped, CommitLogs, Committed, CONTAINER_REAPED};
 
@@ -70,6 +71,9 @@ pub const FIFO_CLIENT_ORDER: &str = "FIFO client order";
 pub const SINGLE_SYSTEM_IMAGE: &str = "single system image";
 /// Once a session has ended, no server answers it and none keeps its ephemerals.
 pub const SESSION_END_IS_FINAL: &str = "a session's end is final";
+/// A multi applies whole or not at all, and a failed write leaves no trace (module
+/// `atomicity`).
+pub const ATOMICITY: &str = "atomicity";
 /// Nothing acknowledged or applied is rolled back.
 pub const DURABILITY: &str = "durability";
 /// Each read equals the tree after the agreed transactions up to its zxid.
@@ -98,10 +102,11 @@ pub const LOST_REPLY_APPLIED: &str = "a write with a lost reply was applied";
 pub const LOST_REPLY_NOT_APPLIED: &str = "a write with a lost reply was not applied";
 
 /// Every guarantee judged, then its `sometimes` companions, in report order.
-pub const GUARANTEES: [&str; 18] = [
+pub const GUARANTEES: [&str; 19] = [
     ONE_LEADER_PER_EPOCH,
     ONE_TRANSACTION_PER_ZXID,
     SESSION_END_IS_FINAL,
+    ATOMICITY,
     DURABILITY,
     LINEARIZABLE_WRITES,
     SINGLE_SYSTEM_IMAGE,
@@ -133,6 +138,7 @@ pub fn unjudged_on_client_records(guarantee: &str) -> Option<&'static str> {
              which a new leader keeps until its first write)",
         ),
         SESSION_END_IS_FINAL
+        | ATOMICITY
         | DURABILITY
         | SEQUENTIALLY_CONSISTENT_READS
         | WATCH_FIRES_FOR_THE_FIRST_CHANGE
@@ -161,7 +167,7 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
     let clients_zxids = order::one_transaction_per_zxid(history, &ops);
     let [lost_applied, lost_not_applied] = companions::lost_replies(&ops, &agreed);
     let mut watches = first::Tracker::default();
-    let [durability, reads] =
+    let [atomicity, durability, reads] =
         replayed::durability_and_reads(history, &ops, logs, &agreed, &mut watches);
     vec![
         order::one_leader_per_epoch(history),
@@ -169,6 +175,9 @@ pub fn judge(history: &impl Entries, logs: &CommitLogs) -> Vec<Finding> {
         // Before durability, which also sees a kept ephemeral (as a final tree unlike the
         // agreed order's) but cannot name the session.
         sessions::session_end_is_final(history, &ops, logs, &agreed),
+        // Before durability too, which sees a multi applied in part only as a final tree unlike
+        // the agreed order's.
+        atomicity,
         durability,
         order::linearizable_writes(history, &ops),
         order::single_system_image(history, &ops),
@@ -212,6 +221,10 @@ pub fn explanation(name: &str) -> &'static str {
         SESSION_END_IS_FINAL => {
             "ZooKeeper: once a session has expired or been closed, no server answers it, and \
              its ephemeral nodes are gone from every server that applied the end."
+        }
+        ATOMICITY => {
+            "ZooKeeper: an update succeeds or fails, with no partial result; a multi applies \
+             whole or not at all, and a failed write leaves no trace."
         }
         DURABILITY => {
             "ZooKeeper: a write once acknowledged, or applied by any server, is never rolled \
@@ -281,6 +294,8 @@ fn session_resumed(history: &impl Entries) -> Finding {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_atomicity;
 #[cfg(test)]
 mod tests_sync_first;
 #[cfg(test)]

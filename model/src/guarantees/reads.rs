@@ -25,6 +25,7 @@ use std::ops::Bound::{Excluded, Included};
 
 use zkh_recipes::{Request, SessionId};
 
+use super::atomicity::{view, Around, Atomic};
 use super::ONE_TRANSACTION_PER_ZXID;
 use crate::history::Entries;
 use crate::history_text::{request_text, result_text};
@@ -65,6 +66,9 @@ pub struct CommitLogs {
     pub applied: Vec<Vec<(i64, Committed)>>,
     /// Each server's committed state when the run ended (its disk, running or not), by id.
     pub finals: Vec<(u32, ZkModel)>,
+    /// What each server's tree held around each `multi` and each failed write it applied, one
+    /// list per server in the order of `applied` (module `atomicity`).
+    pub around: Vec<Vec<Around>>,
 }
 
 impl CommitLogs {
@@ -200,22 +204,39 @@ pub(super) struct Replay<'b, 'a> {
     /// The watches the transactions fired (set by the reads answered again in the replay), with
     /// the zxid that fired each, not yet taken.
     pub(super) fired: Vec<(i64, Notification)>,
+    /// The servers' records around their multis and failed writes, compared on the way.
+    pub(super) atomic: Atomic<'a>,
+    /// Why the replay stopped, if it did: it goes no further.
+    pub(super) stopped: Option<String>,
 }
 
 impl<'b, 'a> Replay<'b, 'a> {
     /// A fresh tree, to replay `order` into.
-    pub(super) fn new(order: &'b BTreeMap<i64, &'a Committed>) -> Self {
+    pub(super) fn new(order: &'b BTreeMap<i64, &'a Committed>, atomic: Atomic<'a>) -> Self {
         Replay {
             model: ZkModel::new(),
             order,
             done: i64::MIN,
             fired: Vec::new(),
+            atomic,
+            stopped: None,
         }
     }
 
     /// Applies every transaction up to `zxid` (called with zxids that never go down); an error
-    /// names one the replay could not apply as the servers did.
+    /// names one the replay could not apply as the servers did, and the replay stops there.
     pub(super) fn up_to(&mut self, zxid: i64) -> Result<(), String> {
+        if let Some(why) = &self.stopped {
+            return Err(why.clone());
+        }
+        let result = self.apply_up_to(zxid);
+        if let Err(why) = &result {
+            self.stopped = Some(why.clone());
+        }
+        result
+    }
+
+    fn apply_up_to(&mut self, zxid: i64) -> Result<(), String> {
         if zxid <= self.done {
             return Ok(());
         }
@@ -244,9 +265,15 @@ impl<'b, 'a> Replay<'b, 'a> {
                     }
                 },
                 Committed::Write { session, request } => {
+                    let before = self.atomic.wants(at).then(|| view(&self.model, request));
                     let applied = self.model.apply(*session, request);
                     if applied.zxid.is_none() {
                         self.model.apply_noop();
+                    }
+                    if let Some(before) = before {
+                        let after = view(&self.model, request);
+                        let write = (*session, request, &applied.reply);
+                        self.atomic.compare(at, write, &before, &after);
                     }
                     (self.fired).extend(applied.notifications.into_iter().map(|n| (at, n)));
                 }

@@ -1,16 +1,18 @@
-//! The two guarantees judged against one replay of the servers' agreed order (module `reads`
-//! merges it): durability and sequentially consistent reads, and on the way the watches the
-//! reads set (module `first`). One replay serves all three: the reads are answered again at
-//! their zxids, in zxid order, and each server's final state is compared when the replay
-//! reaches its last zxid.
+//! The guarantees judged against one replay of the servers' agreed order (module `reads`
+//! merges it): durability, sequentially consistent reads and atomicity, and on the way the
+//! watches the reads set (module `first`). One replay serves them all: the reads are answered
+//! again at their zxids, in zxid order, each server's final state is compared when the replay
+//! reaches its last zxid, and each server's record around a multi or a failed write when the
+//! replay applies it.
 
 use zkh_recipes::Request;
 
+use super::atomicity::Atomic;
 use super::first::Tracker;
 use super::ops::Operation;
 use super::reads::{first_difference, order_or_unjudged, reply_text, Agreed, Replay};
 use super::reads::{CommitLogs, Committed};
-use super::{DURABILITY, SEQUENTIALLY_CONSISTENT_READS};
+use super::{ATOMICITY, DURABILITY, SEQUENTIALLY_CONSISTENT_READS};
 use crate::history::Entries;
 use crate::history_text::request_text;
 use crate::properties::{Class, Finding};
@@ -89,22 +91,30 @@ fn acknowledged_kept(
 ///
 /// **Sequentially consistent reads** (always): see module `reads`. The same replay tells
 /// `watches` where each watch the reads set fires first (module `first`); it is left unjudged
-/// where the replay stopped. Returns the two findings, durability first.
+/// where the replay stopped.
+///
+/// **Atomicity** (always): see module `atomicity`; the servers' records are compared as the
+/// replay passes their zxids. Returns the three findings: atomicity, durability, the reads.
 pub(super) fn durability_and_reads(
     history: &impl Entries,
     ops: &[Operation],
     logs: &CommitLogs,
     agreed: &Agreed<'_>,
     watches: &mut Tracker,
-) -> [Finding; 2] {
+) -> [Finding; 3] {
     let order = match order_or_unjudged(agreed, DURABILITY) {
         Ok(order) => order,
         Err(unjudged) => {
             watches.unjudged(unjudged.detail.clone());
-            let reads = Finding::new(SEQUENTIALLY_CONSISTENT_READS, Class::Always, None, || {
-                unjudged.detail.clone()
-            });
-            return [unjudged, reads];
+            let same = |name| {
+                let detail = unjudged.detail.clone();
+                Finding::new(name, Class::Always, None, move || detail)
+            };
+            return [
+                same(ATOMICITY),
+                same(SEQUENTIALLY_CONSISTENT_READS),
+                unjudged,
+            ];
         }
     };
     let transactions = order.len();
@@ -126,7 +136,7 @@ pub(super) fn durability_and_reads(
         .filter(|(_, op)| op.answered.is_some())
         .collect();
     reads.sort_by_key(|(_, op)| op.answered.as_ref().map(|(at, _, zxid)| (*zxid, *at)));
-    let mut replay = Replay::new(order);
+    let mut replay = Replay::new(order, Atomic::new(&logs.around));
     let mut violation = None;
     for &(index, op) in &reads {
         let Some((at, reply, zxid)) = &op.answered else {
@@ -163,10 +173,12 @@ pub(super) fn durability_and_reads(
     // The watches the last reads set fire after them: the replay goes on to the end (durability
     // judges a replay that cannot).
     let last = order.keys().next_back().copied().unwrap_or(i64::MIN);
-    match violation.is_none().then(|| replay.up_to(last)) {
-        Some(Ok(())) => watches.fired(replay.fired.drain(..)),
+    // Atomicity compares the servers' records all the way, past a read that failed.
+    match (violation.is_none(), replay.up_to(last)) {
+        (true, Ok(())) => watches.fired(replay.fired.drain(..)),
         _ => watches.unjudged("not judged: the replay of the agreed order stopped".to_owned()),
     }
+    let atomicity = std::mem::take(&mut replay.atomic).finding(replay.stopped.as_deref());
     let durability = match (acknowledged, finals.diverged) {
         (Err(finding), _) => finding,
         (Ok(_), Some(detail)) => Finding::new(DURABILITY, Class::Always, Some(detail), String::new),
@@ -197,5 +209,5 @@ pub(super) fn durability_and_reads(
         .with_evidence(history, evidence),
         None => Finding::new(SEQUENTIALLY_CONSISTENT_READS, Class::Always, None, summary),
     };
-    [durability, reads]
+    [atomicity, durability, reads]
 }

@@ -273,6 +273,7 @@ fn one_create() -> (CommitLogs, SessionId, i64, i64, ZkModel) {
     let logs = CommitLogs {
         applied: vec![log.clone(), log[..1].to_vec()],
         finals: Vec::new(),
+        around: Vec::new(),
     };
     (logs, session, opened, created, zk)
 }
@@ -518,6 +519,7 @@ fn an_ephemeral_then_the_end() -> (CommitLogs, SessionId, i64, ZkModel) {
     let logs = CommitLogs {
         applied: vec![log],
         finals: vec![(1, zk.clone()), (2, kept)],
+        around: Vec::new(),
     };
     (logs, session, ended, zk)
 }

@@ -86,6 +86,7 @@ impl Server {
             logs: CommitLogs {
                 applied: vec![Vec::new()],
                 finals: Vec::new(),
+                around: Vec::new(),
             },
         };
         server.model.begin_epoch(1);

@@ -5,13 +5,13 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use zkh_model::guarantees::Committed;
-use zkh_model::zookeeper::WatchSet;
-use zkh_model::{Notification, Reply, Response, ZkModel};
-use zkh_recipes::{CreateMode, EventType, Request};
+use zkh_model::guarantees::{paths_view, recorded_around, Around};
+use zkh_model::{Notification, Reply, Response};
 
 use crate::clock::{now, Instant};
 use crate::protocol::{Addr, Message, Origin, Txn, TxnKind};
 
+use super::defects::{apply_in_part, keep_watches, named_by_child_count, pass_first_changes};
 use super::{lock, Role, Server};
 
 impl Server {
@@ -194,10 +194,25 @@ impl Server {
                     } else {
                         request
                     };
-                    let mut applied = disk.model.apply(session, &request);
+                    let before = paths_view(&disk.model, &request);
+                    let in_part = self.config.defects.multi_applied_in_part;
+                    let mut applied = if in_part {
+                        apply_in_part(&mut disk.model, session, &request)
+                    } else {
+                        disk.model.apply(session, &request)
+                    };
                     if applied.zxid.is_none() {
                         // The session closed between the request and its commit: an error txn.
                         disk.model.apply_noop();
+                    }
+                    if recorded_around(&request, &applied.reply) {
+                        let after = paths_view(&disk.model, &request);
+                        let around = Around {
+                            zxid,
+                            before,
+                            after,
+                        };
+                        lock(&self.shared.around).push(around);
                     }
                     if self.config.defects.watches_kept_after_firing {
                         keep_watches(&mut disk.model, &applied.notifications);
@@ -305,72 +320,4 @@ impl Server {
             self.release_sync(origin);
         }
     }
-}
-
-/// The test-only defect [`ServerDefects::sequence_from_child_count`]: a sequential create made
-/// a plain one, its name suffixed with the parent's number of children (the model takes the
-/// parent's counter of creations, as ZooKeeper does). Any other request is as it was.
-fn named_by_child_count(model: &ZkModel, request: Request) -> Request {
-    let Request::Create { path, data, mode } = &request else {
-        return request;
-    };
-    let plain = match mode {
-        CreateMode::EphemeralSequential => CreateMode::Ephemeral,
-        CreateMode::PersistentSequential => CreateMode::Persistent,
-        _ => return request,
-    };
-    let parent = &path[..path.rfind('/').unwrap_or(0).max(1)];
-    let Some(children) = model.tree().get(parent).map(|node| node.children.len()) else {
-        return request;
-    };
-    Request::Create {
-        path: format!("{path}{children:010}"),
-        data: data.clone(),
-        mode: plain,
-    }
-}
-
-/// The test-only defect [`ServerDefects::watches_kept_after_firing`]: each watch that just fired
-/// set again, as if the client had asked (no event fires: the node is as the watch last saw it).
-///
-/// [`ServerDefects::watches_kept_after_firing`]: super::ServerDefects::watches_kept_after_firing
-fn keep_watches(model: &mut ZkModel, fired: &[Notification]) {
-    for notification in fired {
-        let path = notification.event.path.clone();
-        let mut again = WatchSet::default();
-        match notification.event.event_type {
-            EventType::NodeDataChanged => again.data.insert(path),
-            EventType::NodeChildrenChanged => again.child.insert(path),
-            _ => continue,
-        };
-        model.set_watches(notification.session, i64::MAX, &again);
-    }
-}
-
-/// The test-only defect [`ServerDefects::first_change_unannounced`]: of the watches `fired`, a
-/// data or child watch whose first change this is is set again and left out (noted in
-/// `passed`); one that let its first change go by fires now. The events to send.
-///
-/// [`ServerDefects::first_change_unannounced`]: super::ServerDefects::first_change_unannounced
-fn pass_first_changes(
-    model: &mut ZkModel,
-    fired: Vec<Notification>,
-    passed: &mut BTreeSet<(zkh_recipes::SessionId, String, EventType)>,
-) -> Vec<Notification> {
-    let mut sent = Vec::new();
-    for notification in fired {
-        let event = &notification.event;
-        let key = (notification.session, event.path.clone(), event.event_type);
-        let again = matches!(
-            event.event_type,
-            EventType::NodeDataChanged | EventType::NodeChildrenChanged
-        );
-        if !again || passed.remove(&key) {
-            sent.push(notification);
-        } else {
-            keep_watches(model, std::slice::from_ref(&notification));
-            passed.insert(key);
-        }
-    }
-    sent
 }

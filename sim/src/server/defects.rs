@@ -3,6 +3,12 @@
 //! (`zkh_model::guarantees`) catches it. They are the checker's positive controls; none is
 //! reachable from a scenario file.
 
+use std::collections::BTreeSet;
+
+use zkh_model::zookeeper::WatchSet;
+use zkh_model::{Applied, Notification, Reply, ZkModel};
+use zkh_recipes::{CreateMode, EventType, Request, SessionId};
+
 /// Faults of the servers' own code, each breaking one of ZooKeeper's guarantees on purpose: the
 /// positive controls of the guarantee checker (`zkh_model::guarantees`). No scenario file can
 /// set one; tests do, through `WorkloadConfig::defects`.
@@ -62,4 +68,101 @@ pub struct ServerDefects {
     /// from the rest, it leads an epoch no quorum took, while the others elect a leader of that
     /// same epoch, breaking "one leader per epoch".
     pub leads_next_epoch_alone: bool,
+    /// Apply a failed `multi`'s operations before the one that failed (as one transaction, at
+    /// the multi's zxid) and answer the failure all the same: the failed multi leaves part of
+    /// itself in the tree, breaking "atomicity".
+    pub multi_applied_in_part: bool,
+}
+
+/// The test-only defect [`ServerDefects::multi_applied_in_part`]: `request` applied to `model`
+/// as the model would, except that a `multi` failing at its operation `k > 0` applies its
+/// operations `1..k` (which succeeded in turn) and still answers the failure.
+pub(super) fn apply_in_part(model: &mut ZkModel, session: SessionId, request: &Request) -> Applied {
+    let Request::Multi(ops) = request else {
+        return model.apply(session, request);
+    };
+    let mut trial = model.clone();
+    let whole = trial.apply(session, request);
+    match whole.reply {
+        Reply::MultiFailed { index, .. } if index > 0 => {
+            let part = model.apply(session, &Request::Multi(ops[..index].to_vec()));
+            Applied {
+                reply: whole.reply,
+                zxid: part.zxid,
+                notifications: part.notifications,
+            }
+        }
+        _ => {
+            *model = trial;
+            whole
+        }
+    }
+}
+
+/// The test-only defect [`ServerDefects::sequence_from_child_count`]: a sequential create made
+/// a plain one, its name suffixed with the parent's number of children (the model takes the
+/// parent's counter of creations, as ZooKeeper does). Any other request is as it was.
+pub(super) fn named_by_child_count(model: &ZkModel, request: Request) -> Request {
+    let Request::Create { path, data, mode } = &request else {
+        return request;
+    };
+    let plain = match mode {
+        CreateMode::EphemeralSequential => CreateMode::Ephemeral,
+        CreateMode::PersistentSequential => CreateMode::Persistent,
+        _ => return request,
+    };
+    let parent = &path[..path.rfind('/').unwrap_or(0).max(1)];
+    let Some(children) = model.tree().get(parent).map(|node| node.children.len()) else {
+        return request;
+    };
+    Request::Create {
+        path: format!("{path}{children:010}"),
+        data: data.clone(),
+        mode: plain,
+    }
+}
+
+/// The test-only defect [`ServerDefects::watches_kept_after_firing`]: each watch that just fired
+/// set again, as if the client had asked (no event fires: the node is as the watch last saw it).
+///
+/// [`ServerDefects::watches_kept_after_firing`]: ServerDefects::watches_kept_after_firing
+pub(super) fn keep_watches(model: &mut ZkModel, fired: &[Notification]) {
+    for notification in fired {
+        let path = notification.event.path.clone();
+        let mut again = WatchSet::default();
+        match notification.event.event_type {
+            EventType::NodeDataChanged => again.data.insert(path),
+            EventType::NodeChildrenChanged => again.child.insert(path),
+            _ => continue,
+        };
+        model.set_watches(notification.session, i64::MAX, &again);
+    }
+}
+
+/// The test-only defect [`ServerDefects::first_change_unannounced`]: of the watches `fired`, a
+/// data or child watch whose first change this is is set again and left out (noted in
+/// `passed`); one that let its first change go by fires now. The events to send.
+///
+/// [`ServerDefects::first_change_unannounced`]: ServerDefects::first_change_unannounced
+pub(super) fn pass_first_changes(
+    model: &mut ZkModel,
+    fired: Vec<Notification>,
+    passed: &mut BTreeSet<(zkh_recipes::SessionId, String, EventType)>,
+) -> Vec<Notification> {
+    let mut sent = Vec::new();
+    for notification in fired {
+        let event = &notification.event;
+        let key = (notification.session, event.path.clone(), event.event_type);
+        let again = matches!(
+            event.event_type,
+            EventType::NodeDataChanged | EventType::NodeChildrenChanged
+        );
+        if !again || passed.remove(&key) {
+            sent.push(notification);
+        } else {
+            keep_watches(model, std::slice::from_ref(&notification));
+            passed.insert(key);
+        }
+    }
+    sent
 }

@@ -66,7 +66,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::clock::{now, Alarm, Instant};
-use zkh_model::guarantees::Committed;
+use zkh_model::guarantees::{Around, Committed};
 use zkh_model::{History, HistoryEvent, Reply, ZkModel};
 use zkh_recipes::{EventType, SessionId};
 
@@ -154,6 +154,9 @@ pub struct ServerShared {
     /// guarantee checker merges across servers (`zkh_model::guarantees::CommitLogs`). Kept
     /// beside the history, not in it, so that no trace hash depends on it.
     pub applied: Mutex<Vec<(i64, Committed)>>,
+    /// The server's tree around each `multi` and each failed write it applied (the checker's
+    /// atomicity, `zkh_model::guarantees::Around`), beside the history like `applied`.
+    pub around: Mutex<Vec<Around>>,
 }
 
 impl Default for ServerShared {
@@ -165,6 +168,7 @@ impl Default for ServerShared {
             expire_now: Mutex::new(Vec::new()),
             reap_now: Mutex::new(false),
             applied: Mutex::new(Vec::new()),
+            around: Mutex::new(Vec::new()),
         }
     }
 }
