@@ -176,7 +176,7 @@ pub(crate) fn export_from<W: Workload>(
             session_timeout_ms: 4000,
             // The recipe's registration sets what its resource accepts (`MachineModel::export`).
             fenced: true,
-            local_expiry: Default::default(),
+            local_expiry: None,
             container_check_interval_ms: zkh_sim::fault::CONTAINER_CHECK_INTERVAL_MS,
             stock: None,
             // Its tables, the registration's too.

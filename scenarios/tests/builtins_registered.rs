@@ -7,6 +7,7 @@ use zkh_model::check::{find_violation, Acting, FaultBudget, LockWorkload, LOCK_D
 use zkh_scenarios::builtins::{variants, NAMES};
 use zkh_scenarios::scenario::{parse, registered, registered_names};
 use zkh_scenarios::{export, Recipe};
+use zkh_sim::local_expiry::LocalExpiry;
 
 #[test]
 fn every_built_in_is_registered_in_both_engines_with_its_variants() {
@@ -91,6 +92,30 @@ fn a_table_the_recipe_does_not_read_is_refused_with_the_one_it_does() {
         let text = format!("[workload]\nrecipe = \"{recipe}\"\n\n{table}\n");
         parse("tables.toml", "tables", &text)
             .unwrap_or_else(|error| panic!("{recipe} reads {table}: {error}"));
+    }
+}
+
+/// A client that cannot reconnect ends its session as the recipe's client library does, unless
+/// the scenario says otherwise: Curator 5 (the lock, the latch) after a session timeout
+/// `SUSPENDED`; the others only on a server's word.
+#[test]
+fn local_expiry_defaults_to_the_recipes_client_library() {
+    let resolved = |recipe: &str, line: &str| {
+        let text = format!("[workload]\nrecipe = \"{recipe}\"\n{line}\n");
+        parse("expiry.toml", "expiry", &text)
+            .unwrap_or_else(|error| panic!("{recipe}: {error}"))
+            .1
+            .local_expiry
+    };
+    for recipe in ["lock", "latch"] {
+        assert_eq!(resolved(recipe, ""), LocalExpiry::Curator, "{recipe}");
+        let never = resolved(recipe, "local_expiry = \"never\"");
+        assert_eq!(never, LocalExpiry::Never, "{recipe}, told never");
+    }
+    for recipe in ["election", "job", "master", "lock-model"] {
+        assert_eq!(resolved(recipe, ""), LocalExpiry::Never, "{recipe}");
+        let curator = resolved(recipe, "local_expiry = \"curator\"");
+        assert_eq!(curator, LocalExpiry::Curator, "{recipe}, told curator");
     }
 }
 

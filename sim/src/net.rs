@@ -20,7 +20,10 @@
 //! retransmitting it), and delivered in order when the link is restored, unless one end gave up
 //! on the connection first ([`Net::reset`]: a client that moves to another server, a process
 //! that dies); then it is lost. The sender learns nothing either way. A message to a process that
-//! is down, or that restarted since the message was sent, is lost.
+//! is down, or that restarted since the message was sent, is lost; but a client's attempt to
+//! *connect* to a server whose process is down is refused at once (its host answers with a
+//! reset, as a real host does when nothing listens on the port), where an attempt into a
+//! partition hears nothing and times out.
 //!
 //! The courier runs on the sending node (it is started by the link's first send), so a crashed
 //! sender loses what it had not yet put on the wire (its courier dies with it, and
@@ -244,6 +247,12 @@ impl Net {
             link.held.push((number, conn, message));
             return;
         }
+        if matches!((to, &message), (Addr::Server(_), Message::Connect { .. }))
+            && !state.mailboxes.contains_key(&to)
+        {
+            refuse(&state, (from, to), conn);
+            return;
+        }
         self.put_on_wire(&mut state, (from, to), (number, conn, message), false);
     }
 
@@ -341,6 +350,28 @@ impl Net {
             }
         });
     }
+}
+
+/// A connection attempt to a server whose process is not running, on a host that is: the host
+/// answers at once that nothing listens on the port (a TCP reset, "connection refused"), one
+/// round trip at the network's shortest latency later. The client tries another server (a real
+/// client's connect fails with `ConnectException` and it moves on). A server cut off by a
+/// partition is another matter: nothing answers, and the client's attempt times out.
+fn refuse(state: &NetState, (client, server): (Addr, Addr), conn: u64) {
+    let Some(mailbox) = state.mailboxes.get(&client).cloned() else {
+        return;
+    };
+    let round_trip = Duration::from_micros(2 * state.latency_us.start);
+    let time = state.time.clone();
+    let at = time.now_instant() + round_trip;
+    madsim::task::spawn(async move {
+        sleep_until_exact(&time, at).await;
+        let _ = mailbox.send(Envelope {
+            from: server,
+            conn,
+            message: Message::Refused,
+        });
+    });
 }
 
 /// A link's courier: delivers what is due, sleeps until the next arrival, parks while the link

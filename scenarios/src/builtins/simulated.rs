@@ -15,6 +15,7 @@ use zkh_recipes::election::ElectionVariant;
 use zkh_recipes::latch::LatchVariant;
 use zkh_recipes::lock::LockVariant;
 use zkh_recipes::master::MasterVariant;
+use zkh_sim::local_expiry::LocalExpiry;
 
 use super::{typed, variants, ELECTION, JOB, LATCH, LOCK, MASTER};
 use crate::scenario::{OwnWorkload, PhaseDefaults, Problem, PropertyInfo, Registration};
@@ -52,6 +53,17 @@ impl Registration for BuiltIn {
             LOCK => &["stock"],
             JOB => &["sharded"],
             _ => &["leader_job"],
+        }
+    }
+
+    /// Curator ends a session it has been `SUSPENDED` from for a session timeout (its
+    /// `ConnectionStateManager`, since Curator 3.0, on by default): the lock and the latch
+    /// follow Curator 5. Elastic-Job 2.1.5 (the election, the job) is built on Curator 2.10,
+    /// which does not, and the classic master on the Java client alone.
+    fn local_expiry(&self) -> LocalExpiry {
+        match self.name {
+            LOCK | LATCH => LocalExpiry::Curator,
+            _ => LocalExpiry::Never,
         }
     }
 

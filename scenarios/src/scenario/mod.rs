@@ -122,10 +122,6 @@ pub(crate) fn is_a_minute(ms: &u64) -> bool {
     *ms == a_minute()
 }
 
-fn is_never(policy: &zkh_sim::local_expiry::LocalExpiry) -> bool {
-    *policy == zkh_sim::local_expiry::LocalExpiry::Never
-}
-
 /// The workload: which recipe, how many servers and clients, and what the application does.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -152,9 +148,10 @@ pub struct WorkloadSpec {
     /// Whether a client that cannot reconnect ends its session on its own: `never` (the Java
     /// client: only a server's answer ends it), `curator` (one session timeout after the
     /// connection was lost), or `zookeeper-client-crate` (7/5 of the timeout after it last
-    /// heard from a server).
-    #[serde(default, skip_serializing_if = "is_never")]
-    pub local_expiry: zkh_sim::local_expiry::LocalExpiry,
+    /// heard from a server). Absent: the recipe's client library's (`curator` for the lock and
+    /// the latch, `never` for the others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_expiry: Option<zkh_sim::local_expiry::LocalExpiry>,
     /// How often the servers' leader deletes empty containers, a recipe's parent among them
     /// (ZooKeeper's `znode.container.checkIntervalMs`, a minute by default).
     #[serde(default = "a_minute", skip_serializing_if = "is_a_minute")]

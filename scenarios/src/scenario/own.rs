@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Once, RwLock};
+use zkh_sim::local_expiry::LocalExpiry;
 
 use serde::{Serialize, Serializer};
 use zkh_model::properties::Class;
@@ -42,6 +43,12 @@ pub trait Registration: Send + Sync + 'static {
     /// values the resolved scenario carries.
     fn tables(&self) -> &'static [&'static str] {
         &["config"]
+    }
+    /// How the recipe's client library ends a session it cannot reconnect, where the scenario
+    /// does not say (`[workload] local_expiry`): by default only on a server's word, as the Java
+    /// client does.
+    fn local_expiry(&self) -> LocalExpiry {
+        LocalExpiry::Never
     }
     /// The defaults of the run's phases for this recipe.
     fn phases(&self) -> PhaseDefaults {

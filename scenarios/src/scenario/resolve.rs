@@ -267,6 +267,7 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         "expect.within_seeds",
         format!("expected 1 to 100000 seeds, found {within_seeds}"),
     )?;
+    let local_expiry = (w.local_expiry).unwrap_or_else(|| recipe.registration.local_expiry());
     Ok(Resolved {
         name: name.to_owned(),
         recipe,
@@ -275,7 +276,7 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         clients: w.clients,
         session_timeout_ms: w.session_timeout_ms,
         fenced: w.fenced,
-        local_expiry: w.local_expiry,
+        local_expiry,
         container_check_interval_ms: w.container_check_interval_ms,
         initial_units: stock.initial_units.unwrap_or(100_000),
         critical_ms: stock.critical_ms.unwrap_or(50),
