@@ -101,7 +101,7 @@ impl Outcome {
     /// From client 0's crash to another client seeing it is first, if that happened.
     pub fn failover_ms(&self) -> Option<u64> {
         match self.failover {
-            Failover::Done { after_ms } => Some(after_ms),
+            Failover::Done { after_ms, .. } => Some(after_ms),
             Failover::NoWaiterLeft { .. } | Failover::NotWithinBound => None,
         }
     }
@@ -116,6 +116,8 @@ pub enum Failover {
     Done {
         /// From the crash to the first report, simulated milliseconds.
         after_ms: u64,
+        /// The indefinite errors (lost connections) that waiter retried on its way.
+        retries: u32,
     },
     /// Every waiter ended before any saw it was first: client by client, why.
     NoWaiterLeft {
@@ -145,7 +147,8 @@ const RETRY_PAUSE_MS: u64 = 100;
 
 /// Waits until this client's node is the first under `/latch`, watching only its predecessor.
 /// Retries indefinite errors (ConnectionLoss, which a client that is not connected returns at
-/// once) every [`RETRY_PAUSE_MS`] until `deadline`. Returns `Ok` when it is first,
+/// once) every [`RETRY_PAUSE_MS`] until `deadline`. Returns `Ok` with the retries it made when
+/// it is first,
 /// `Err(Some(why))` when its session can no longer take over, and `Err(None)` at `deadline`.
 async fn wait_until_first(
     client: &SimClient,
@@ -153,13 +156,17 @@ async fn wait_until_first(
     history: &Arc<Mutex<History>>,
     net_now: impl Fn() -> u64,
     deadline: madsim::time::Instant,
-) -> Result<(), Option<WaiterEnd>> {
+) -> Result<u32, Option<WaiterEnd>> {
     let own_name = own
         .rsplit('/')
         .next()
         .expect("a path has a last segment")
         .to_owned();
-    let retry = || madsim::time::sleep(Duration::from_millis(RETRY_PAUSE_MS));
+    let mut retries = 0;
+    let mut retry = || {
+        retries += 1;
+        madsim::time::sleep(Duration::from_millis(RETRY_PAUSE_MS))
+    };
     while now() < deadline {
         let children = match client.get_children("/latch", false).await {
             Ok((children, _)) => children,
@@ -181,7 +188,7 @@ async fn wait_until_first(
                 token: None,
             };
             crate::log::record(history, net_now(), role);
-            return Ok(());
+            return Ok(retries);
         }
         let predecessor = format!("/latch/{}", sorted[position - 1]);
         match client.exists(&predecessor, true).await {
@@ -286,7 +293,7 @@ pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) 
     let first_or_none_left = async move {
         while waiting > 0 {
             match report_rx.recv().await {
-                Some((_, at, Ok(()))) => return Ok(at),
+                Some((_, at, Ok(retries))) => return Ok((at, retries)),
                 Some((id, _, Err(Some(why)))) => {
                     ended.push((id, why));
                     waiting -= 1;
@@ -303,8 +310,9 @@ pub async fn run_with_history(seed: u64, plan: FaultPlan) -> (Outcome, History) 
         // the seed.
         biased;
         first = first_or_none_left => match first {
-            Ok(at) => Failover::Done {
+            Ok((at, retries)) => Failover::Done {
                 after_ms: at.duration_since(crashed_at).as_millis() as u64,
+                retries,
             },
             Err(ended) => Failover::NoWaiterLeft { ended },
         },

@@ -74,6 +74,10 @@ pub(crate) fn typed<T: DeserializeOwned>(name: &str) -> T {
         .unwrap_or_else(|_| panic!("variant {name:?} was checked against the recipe's variants"))
 }
 
+/// The sharded job's cycles under the standard budgets (`check job --budgets standard`), unless
+/// `--cycles` says: two, so that a fault in one cycle is judged in the next.
+const STANDARD_JOB_CYCLES: u64 = 2;
+
 /// The model-checker side of the five built-in recipes.
 pub(crate) fn models() -> [MachineEntry; 5] {
     let leader = |recipe: &Recipe, workload: &mut WorkloadSpec| {
@@ -120,10 +124,16 @@ pub(crate) fn models() -> [MachineEntry; 5] {
         MachineEntry::built(
             JOB,
             variants(JOB),
-            Some(JobShape {
-                items: JOB_ITEMS,
-                cycles: JOB_CYCLES,
-            }),
+            Some((
+                JobShape {
+                    items: JOB_ITEMS,
+                    cycles: JOB_CYCLES,
+                },
+                JobShape {
+                    items: JOB_ITEMS,
+                    cycles: STANDARD_JOB_CYCLES,
+                },
+            )),
             |recipe| {
                 let shape = recipe.shape.expect("the sharded job has a shape");
                 JobWorkload {

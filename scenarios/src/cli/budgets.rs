@@ -59,9 +59,6 @@ pub(crate) const BUDGET_WALKS: u64 = 20_000;
 /// The budgets `check` checks without `--faults`.
 pub(crate) const STANDARD: &str = "standard";
 
-/// The sharded job's cycles in the standard budgets, unless `--cycles` says.
-const STANDARD_JOB_CYCLES: u64 = 2;
-
 /// The budgets `spec` names: `standard`, `all`, `singles`, or budgets separated by `;`.
 pub(crate) fn budgets(spec: &str) -> Result<Vec<String>, String> {
     let singles = KINDS.iter().map(|kind| format!("{kind}=1"));
@@ -162,8 +159,13 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
     for budget in &list {
         let mut model_args = args.model.clone();
         model_args.faults = Some(budget.clone());
-        if spec == STANDARD && model_args.recipe == "job" {
-            model_args.cycles.get_or_insert(STANDARD_JOB_CYCLES);
+        let standard = (spec == STANDARD)
+            .then(|| super::machines::registered(&model_args.recipe))
+            .flatten()
+            .and_then(|model| model.standard_shape());
+        if let Some(shape) = standard {
+            model_args.items.get_or_insert(shape.items);
+            model_args.cycles.get_or_insert(shape.cycles);
         }
         match crate::cli::parse(&model_args) {
             Ok(recipe) => recipes.push(recipe),

@@ -33,6 +33,8 @@ pub(crate) trait MachineModel: Send + Sync + 'static {
     /// The shape the model is checked in by default (the sharded job's items and cycles), if
     /// it has one (`--items`, `--cycles`).
     fn shape(&self) -> Option<JobShape>;
+    /// The shape its standard budgets check (`check --budgets standard`), where it has one.
+    fn standard_shape(&self) -> Option<JobShape>;
     /// `zkharness check` with one search option: [`super::check::run_check`].
     fn check(&self, recipe: &Recipe, args: &CheckArgs) -> ExitCode;
     /// One budget of `zkharness check`'s standard set.
@@ -77,6 +79,7 @@ impl MachineEntry {
             name: W::NAME,
             variants: W::VARIANTS,
             shape: None,
+            standard_shape: None,
             workload: |recipe| W::of_variant(&recipe.variant),
             scenario: |_, workload| {
                 // A machine recipe has no resource to fence: the default, which the file
@@ -87,19 +90,21 @@ impl MachineEntry {
     }
 
     /// The entry of a recipe called `name` with `variants` (the correct one first), whose
-    /// model's workload is `workload(recipe)`, checked by default in `shape`; `scenario` gives
-    /// an exported counterexample's workload its recipe's tables.
+    /// model's workload is `workload(recipe)`, checked by default in the first of `shapes` and
+    /// under the standard budgets in the second; `scenario` gives an exported counterexample's
+    /// workload its recipe's tables.
     pub(crate) fn built<W: Workload>(
         name: &'static str,
         variants: &'static [&'static str],
-        shape: Option<JobShape>,
+        shapes: Option<(JobShape, JobShape)>,
         workload: fn(&Recipe) -> W,
         scenario: fn(&Recipe, &mut WorkloadSpec),
     ) -> MachineEntry {
         MachineEntry(Arc::new(Entry {
             name,
             variants,
-            shape,
+            shape: shapes.map(|(default, _)| default),
+            standard_shape: shapes.map(|(_, standard)| standard),
             workload,
             scenario,
         }))
@@ -110,6 +115,7 @@ struct Entry<W> {
     name: &'static str,
     variants: &'static [&'static str],
     shape: Option<JobShape>,
+    standard_shape: Option<JobShape>,
     workload: fn(&Recipe) -> W,
     scenario: fn(&Recipe, &mut WorkloadSpec),
 }
@@ -136,6 +142,10 @@ impl<W: Workload> MachineModel for Entry<W> {
 
     fn shape(&self) -> Option<JobShape> {
         self.shape
+    }
+
+    fn standard_shape(&self) -> Option<JobShape> {
+        self.standard_shape
     }
 
     fn check(&self, recipe: &Recipe, args: &CheckArgs) -> ExitCode {
