@@ -132,6 +132,8 @@ static GUARANTEES_JUDGED: AtomicBool = AtomicBool::new(true);
 /// run that does not judge them cannot tell a fault of the simulated ensemble).
 pub fn skip_guarantees_for_the_benchmark() {
     GUARANTEES_JUDGED.store(false, Ordering::Relaxed);
+    #[cfg(madsim)]
+    zkh_sim::server::skip_recording_for_the_benchmark();
 }
 
 /// ZooKeeper's guarantees judged on a run's `history` with the servers' `logs` (none in the

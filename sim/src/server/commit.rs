@@ -2,6 +2,7 @@
 //! in zxid order, and the replies and watch events it sends; syncs answered once caught up.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use zkh_model::guarantees::Committed;
@@ -194,7 +195,8 @@ impl Server {
                     } else {
                         request
                     };
-                    let before = paths_view(&disk.model, &request);
+                    let recording = super::AROUND_RECORDED.load(Ordering::Relaxed);
+                    let before = recording.then(|| paths_view(&disk.model, &request));
                     let in_part = self.config.defects.multi_applied_in_part;
                     let mut applied = if in_part {
                         apply_in_part(&mut disk.model, session, &request)
@@ -205,7 +207,9 @@ impl Server {
                         // The session closed between the request and its commit: an error txn.
                         disk.model.apply_noop();
                     }
-                    if recorded_around(&request, &applied.reply) {
+                    if let (Some(before), true) =
+                        (before, recorded_around(&request, &applied.reply))
+                    {
                         let after = paths_view(&disk.model, &request);
                         let around = Around {
                             zxid,
