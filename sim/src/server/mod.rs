@@ -55,7 +55,8 @@
 //! has not heard a quorum for as long.
 //!
 //! This file holds the server's state, its loop and its plumbing; `clients.rs` its clients'
-//! requests, `peers.rs` elections and leadership, `commit.rs` the write path.
+//! requests, `peers.rs` elections and leadership, `commit.rs` the write path, `defects.rs` the
+//! test-only faults that break one guarantee each (the guarantee checker's controls).
 //!
 //! Not modelled: observers, dynamic reconfiguration, ACLs, the transaction log's own I/O,
 //! `SessionMoved`.
