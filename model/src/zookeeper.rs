@@ -100,6 +100,21 @@ impl ZkModel {
         }
     }
 
+    /// A server of an ensemble restarted empty after the data of `lost` (its servers' models)
+    /// was wiped: no node, no session, zxid 0, and session ids that continue after every one
+    /// `lost` issued. ZooKeeper draws a server's first session id from its clock when it starts
+    /// (`SessionTrackerImpl.initializeNextSessionId`), so an ensemble restarted empty does not
+    /// hand out again an id a client may still hold.
+    pub fn restarted_empty<'m>(lost: impl IntoIterator<Item = &'m ZkModel>) -> ZkModel {
+        let next_session_id = (lost.into_iter())
+            .map(|model| model.next_session_id)
+            .fold(FIRST_SESSION_ID, i64::max);
+        ZkModel {
+            next_session_id,
+            ..ZkModel::new()
+        }
+    }
+
     /// The data tree.
     pub fn tree(&self) -> &DataTree {
         &self.tree

@@ -271,13 +271,14 @@ fn shrink_keeps_only_the_faults_the_bug_needs() {
 }
 
 #[test]
-fn every_catalogue_and_regression_scenario_ends_as_its_file_expects() {
+fn every_catalogue_regression_and_finding_scenario_ends_as_its_file_expects() {
     let out = temp("catalogue");
     let json = out.join("summary.json");
     let (code, stdout, stderr) = zkharness(&[
         "sweep",
         "catalog",
         "regressions",
+        "findings",
         "--seeds",
         "0..4",
         "--json",

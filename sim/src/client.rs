@@ -14,7 +14,11 @@
 //!   with its last zxid; the server fires at once those whose condition changed.
 //! - **Its own expiry.** With a [`LocalExpiry`] other than `Never`, a client that cannot
 //!   reconnect ends its session on its own timer, as Curator and the `zookeeper-client` crate
-//!   do (measured after data loss on a real ensemble: docs/real-ensemble.md).
+//!   do (measured after data loss on a real ensemble: docs/real-ensemble.md). With
+//!   [`LocalExpiry::Curator2`] it announces no expiry; instead, an operation made while not
+//!   connected, past max(session timeout, Curator's 15 s connection timeout) since the
+//!   disconnection, drops the old handle and starts a new one (a new session, no last zxid),
+//!   which the application hears of as a reconnection, as Curator 2.x's `checkTimeouts` does.
 //! - **After expiry** it stops (`SessionExpired` from then on), or, with
 //!   `new_session_after_expiry`, opens a new session as Curator and Kafka do: a new handle,
 //!   which offers the servers no last zxid.
@@ -151,6 +155,9 @@ struct State {
     /// When the connection was last lost while connected (Curator's start of `SUSPENDED`);
     /// none while connected.
     suspended_since: Option<Instant>,
+    /// The session being made is a new handle's, made by [`LocalExpiry::Curator2`]'s reset:
+    /// it is announced as a reconnection, as Curator 2.x announces it.
+    new_handle: bool,
     last_sent: Instant,
     last_server: Option<u32>,
     next_xid: u64,
@@ -177,6 +184,8 @@ struct Shared {
     state: Mutex<State>,
     events_ready: Notify,
     connected: Notify,
+    /// Wakes the driver when the connection changed outside it (a handle reset).
+    rearm: Notify,
 }
 
 /// A simulated client process's ZooKeeper client. Cheap to clone; all clones share one session.
@@ -332,6 +341,30 @@ impl Shared {
         }
     }
 
+    /// Curator 2.x's `checkTimeouts` on an operation made while not connected
+    /// ([`LocalExpiry::Curator2`]): past its limit, the old handle (and its session, its
+    /// watches, its last zxid) is dropped without a word to the application or the servers,
+    /// and a new handle starts connecting at once.
+    fn reset_handle_if_due(&self, state: &mut State, now: Instant) {
+        let Some(since) = state.suspended_since.filter(|_| state.session.is_some()) else {
+            return;
+        };
+        let policy = self.config.local_expiry;
+        if !policy.resets_handle_after(now - since, self.config.session_timeout_ms) {
+            return;
+        }
+        state.session = None;
+        state.last_zxid = 0;
+        state.watches = WatchSet::default();
+        state.new_handle = true;
+        // Curator restarts its connection timer at a reset.
+        state.suspended_since = Some(now);
+        // An attempt in progress belonged to the old handle: whatever answers it is dropped.
+        state.conn_id += 1;
+        state.conn = Conn::Backoff { until: now };
+        self.rearm.notify_one();
+    }
+
     fn current_server(state: &State) -> Option<u32> {
         match state.conn {
             Conn::Connecting { server, .. } | Conn::Connected { server } => Some(server),
@@ -385,6 +418,12 @@ impl Shared {
                         };
                         self.net.send_on(self.me(), from, state.conn_id, message);
                     }
+                } else if std::mem::take(&mut state.new_handle) {
+                    // Curator 2.x's reset: the new session is announced as RECONNECTED.
+                    let event = SessionEvent::Reconnected {
+                        session_id: session,
+                    };
+                    self.push_event(&mut state, ClientEvent::Session(event), now);
                 } else {
                     state.watches = WatchSet::default();
                     let event = SessionEvent::Connected {
@@ -511,7 +550,7 @@ impl Shared {
         state.session?;
         let timeout = Duration::from_millis(state.timeout_ms);
         match self.config.local_expiry {
-            LocalExpiry::Never => None,
+            LocalExpiry::Never | LocalExpiry::Curator2 => None,
             LocalExpiry::Curator => Some(state.suspended_since? + timeout),
             LocalExpiry::ZookeeperClientCrate => Some(state.last_heard + timeout * 7 / 5),
         }
@@ -531,6 +570,7 @@ async fn drive(shared: Arc<Shared>, mut inbox: UnboundedReceiver<Envelope>) {
                 None => return,
             },
             _ = alarm.until(wake) => {}
+            _ = shared.rearm.notified() => {}
         }
         match shared.on_timer(now()) {
             Some(next) => wake = next,
@@ -561,6 +601,7 @@ impl SimClient {
             last_zxid: 0,
             last_heard: now,
             suspended_since: None,
+            new_handle: false,
             last_sent: now,
             last_server: None,
             next_xid: 1,
@@ -583,6 +624,7 @@ impl SimClient {
             state: Mutex::new(state),
             events_ready: Notify::new(),
             connected: Notify::new(),
+            rearm: Notify::new(),
         });
         madsim::task::spawn(drive(Arc::clone(&shared), inbox));
         let client = SimClient { shared };
@@ -674,7 +716,12 @@ impl SimClient {
             Conn::Closed => return Err(ZkError::ClientClosed),
             Conn::Expired => return Err(ZkError::SessionExpired),
             Conn::Connected { server } => server,
-            Conn::Backoff { .. } | Conn::Connecting { .. } => return Err(ZkError::ConnectionLoss),
+            Conn::Backoff { .. } | Conn::Connecting { .. } => {
+                if request.is_some() {
+                    shared.reset_handle_if_due(&mut state, now);
+                }
+                return Err(ZkError::ConnectionLoss);
+            }
         };
         let session = state.session.expect("a connected client has a session");
         let xid = state.next_xid;

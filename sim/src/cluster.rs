@@ -640,6 +640,12 @@ impl Cluster {
                 true
             }
             Fault::DataLoss => {
+                let restarted = {
+                    let disks: Vec<_> = (self.servers.iter())
+                        .map(|slot| lock(&slot.shared.disk))
+                        .collect();
+                    ZkModel::restarted_empty(disks.iter().map(|disk| &disk.model))
+                };
                 for id in 1..=self.config.servers {
                     let slot = &mut self.servers[id as usize - 1];
                     if slot.up {
@@ -647,7 +653,7 @@ impl Cluster {
                         self.net.detach(Addr::Server(id));
                     }
                     *lock(&slot.shared.disk) = Disk {
-                        model: ZkModel::new(),
+                        model: restarted.clone(),
                         ..Disk::default()
                     };
                     *lock(&slot.shared.role) = RoleSummary::Down;

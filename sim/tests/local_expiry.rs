@@ -115,3 +115,59 @@ fn the_crate_ends_the_session_seven_fifths_of_a_timeout_after_it_last_heard() {
         assert!(writes_again, "seed {seed}");
     }
 }
+
+/// Curator 2.x after data loss: nothing happens until the application makes an operation more
+/// than max(session timeout, 15 s connection timeout) after the disconnection; that operation
+/// fails with `ConnectionLoss`, the handle is reset, and the new session is announced as a
+/// reconnection (with a new session id), then writes.
+#[test]
+fn curator_2_resets_its_handle_on_the_first_operation_past_its_timeouts() {
+    for seed in 0..5 {
+        // Without an operation past the limit (its one write comes 15 s after the loss, under
+        // 15 s after the disconnection), it is refused for ever, as the Java client is.
+        let (events, writes_again) = after_data_loss(seed, LocalExpiry::Curator2);
+        assert_eq!(kinds(&events), ["disconnected"], "seed {seed}: {events:?}");
+        assert!(!writes_again, "seed {seed}");
+
+        let (sessions, old, first, then) = run_seed(seed, 120, move |seed| async move {
+            let config = ClusterConfig {
+                local_expiry: LocalExpiry::Curator2,
+                ..ClusterConfig::default()
+            };
+            let mut cluster = Cluster::start(seed, config).await;
+            let client = (cluster.add_client(0, SESSION_TIMEOUT_MS, true).await).expect("connects");
+            client
+                .create("/n", b"", CreateMode::Persistent)
+                .await
+                .expect("create");
+            let old = client.session_id();
+            let start = cluster.history().len();
+            cluster.inject(&Fault::DataLoss).await;
+            madsim::time::sleep(Duration::from_secs(20)).await;
+            let first = client.create("/after", b"", CreateMode::Persistent).await;
+            madsim::time::sleep(Duration::from_secs(5)).await;
+            let then = client.create("/after", b"", CreateMode::Persistent).await;
+            let sessions: Vec<SessionEvent> = (cluster.history().entries()[start..].iter())
+                .filter_map(|entry| match &entry.event {
+                    HistoryEvent::Session { event, .. } => Some(*event),
+                    _ => None,
+                })
+                .collect();
+            (sessions, old, first.map(|_| ()), then.map(|_| ()))
+        });
+        assert_eq!(
+            first,
+            Err(zkh_recipes::ZkError::ConnectionLoss),
+            "seed {seed}"
+        );
+        assert_eq!(then, Ok(()), "seed {seed}: the new session writes");
+        let [SessionEvent::Disconnected, SessionEvent::Reconnected { session_id }] = sessions[..]
+        else {
+            panic!("seed {seed}: a disconnection, then a reconnection: {sessions:?}");
+        };
+        assert_ne!(
+            session_id, old,
+            "seed {seed}: the reconnection is a new session"
+        );
+    }
+}

@@ -72,10 +72,11 @@ fn paths_of(request: &Request) -> BTreeSet<&str> {
         _ => Vec::new(),
     };
     let mut paths = BTreeSet::new();
+    // A malformed path (the server refused it) names nothing to look at.
     for path in named.into_iter().filter(|p| p.starts_with('/')) {
         paths.insert(path);
-        if let Some(slash) = path.rfind('/') {
-            paths.insert(if slash == 0 { "/" } else { &path[..slash] });
+        if path != "/" {
+            paths.insert(zkh_recipes::path::parent_of(path));
         }
     }
     paths

@@ -635,6 +635,50 @@ fn the_data_before_its_event_or_events_out_of_order_are_caught_and_a_reconnectio
     );
 }
 
+/// A reply's zxid orders the events of its session only: a reconnection within the session
+/// keeps it, a new session announced as a reconnection (Curator 2.x's new handle) does not.
+#[test]
+fn a_new_session_announced_as_a_reconnection_starts_the_reply_order_again() {
+    let in_order = |b: &Build| b.judged(WATCH_EVENTS_IN_ORDER);
+    let reconnected = |b: &mut Build, session: i64| {
+        b.push(HistoryEvent::Session {
+            client: 0,
+            event: SessionEvent::Disconnected,
+        });
+        b.push(HistoryEvent::Session {
+            client: 0,
+            event: SessionEvent::Reconnected {
+                session_id: SessionId(session),
+            },
+        });
+    };
+    let history = |session_after: i64| {
+        let mut b = Build::default();
+        b.push(HistoryEvent::Session {
+            client: 0,
+            event: SessionEvent::Connected {
+                session_id: SessionId(10),
+            },
+        });
+        let r = b.invoke(0, 10, get("/y"));
+        b.answer(0, r, Response::Data(Vec::new(), stat()), 9);
+        reconnected(&mut b, session_after);
+        event(&mut b, 0, "/x", 8);
+        b
+    };
+    // Within session 10: the reply at 9 came before the event of 8.
+    let same = in_order(&history(10));
+    assert!(!same.holds, "{same:?}");
+    assert!(
+        same.detail.contains("was answered at zxid 0x9"),
+        "{}",
+        same.detail
+    );
+    // Session 11, a new handle's: its server may be behind the old one's.
+    let new = in_order(&history(11));
+    assert!(new.holds, "{new:?}");
+}
+
 /// A read of `path` that sets a data watch.
 fn watch(path: &str) -> Request {
     Request::GetData {

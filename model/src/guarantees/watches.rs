@@ -33,6 +33,8 @@ use crate::properties::{Class, Finding};
 /// What the check keeps of one client.
 #[derive(Default)]
 struct Seen {
+    /// The client's session, as its session events name it.
+    session: Option<zkh_recipes::SessionId>,
     /// The highest zxid a reply carried in this session, and where it was recorded.
     reply: Option<(i64, usize)>,
     /// The zxid of the last event on this connection, and where it was recorded.
@@ -50,10 +52,14 @@ pub(super) fn watch_events_in_order(history: &impl Entries) -> Finding {
             HistoryEvent::Session { client, event } => {
                 let client = seen.entry(*client).or_default();
                 client.event = None;
-                if !matches!(
-                    event,
-                    SessionEvent::Disconnected | SessionEvent::Reconnected { .. }
-                ) {
+                let before = client.session;
+                client.session = crate::claims::session_after(event, before);
+                // A reconnection within the session keeps its replies' order; a new session
+                // starts afresh, however it is announced (Curator 2.x's reset reports one as a
+                // reconnection).
+                let same = matches!(event, SessionEvent::Disconnected)
+                    || matches!(event, SessionEvent::Reconnected { session_id } if before == Some(*session_id));
+                if !same {
                     client.reply = None;
                 }
             }

@@ -89,7 +89,9 @@ impl JobMachine {
         self.feed_election(Input::Session(event), out);
         self.feed_claim_lock(Input::Session(event), out);
         match event {
-            SessionEvent::Connected { session_id } => {
+            // Curator 2.x announces a new handle's new session as RECONNECTED, like a
+            // reconnection within the session: Elastic-Job registers again on either.
+            SessionEvent::Connected { session_id } | SessionEvent::Reconnected { session_id } => {
                 let new_session = self.session != Some(session_id);
                 self.session = Some(session_id);
                 if new_session && self.started && self.variant != JobVariant::NoReregister {
@@ -97,7 +99,6 @@ impl JobMachine {
                     self.register();
                 }
             }
-            SessionEvent::Reconnected { session_id } => self.session = Some(session_id),
             SessionEvent::Disconnected => {}
             SessionEvent::Expired | SessionEvent::Closed => {
                 self.session = None;

@@ -630,3 +630,28 @@ fn a_sharding_whose_write_finds_an_owner_checks_every_item_is_owned() {
         "an item without an owner raises the flag again"
     );
 }
+
+/// Elastic-Job registers again when its client reconnects in a new session, whether the client
+/// library announces it as a new connection (Curator 3+, after `LOST`) or as a reconnection
+/// (Curator 2.x's new handle); a reconnection within the session changes nothing here.
+#[test]
+fn a_new_session_announced_as_a_reconnection_registers_again() {
+    let (mut machine, _) = started();
+    let queued = |machine: &JobMachine| machine.lanes[LISTENER].queue.clone();
+    let before = queued(&machine);
+    let mut out = Vec::new();
+    let mut reconnect = |machine: &mut JobMachine, session: i64| {
+        machine.handle(Input::Session(SessionEvent::Disconnected), &mut out);
+        let session_id = SessionId(session);
+        let event = SessionEvent::Reconnected { session_id };
+        machine.handle(Input::Session(event), &mut out);
+    };
+    reconnect(&mut machine, 7);
+    assert_eq!(queued(&machine), before, "the same session: nothing to do");
+    reconnect(&mut machine, 8);
+    let after = queued(&machine);
+    assert!(
+        after.len() > before.len() && after.contains(&Task::Register),
+        "a new session registers again: {before:?} -> {after:?}"
+    );
+}

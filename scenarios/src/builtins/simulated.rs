@@ -59,10 +59,12 @@ impl Registration for BuiltIn {
     /// Curator ends a session it has been `SUSPENDED` from for a session timeout (its
     /// `ConnectionStateManager`, since Curator 3.0, on by default): the lock and the latch
     /// follow Curator 5. Elastic-Job 2.1.5 (the election, the job) is built on Curator 2.10,
-    /// which does not, and the classic master on the Java client alone.
+    /// which instead makes a new handle on the first operation past its timeouts
+    /// ([`LocalExpiry::Curator2`]); the classic master runs on the Java client alone.
     fn local_expiry(&self) -> LocalExpiry {
         match self.name {
             LOCK | LATCH => LocalExpiry::Curator,
+            ELECTION | JOB => LocalExpiry::Curator2,
             _ => LocalExpiry::Never,
         }
     }

@@ -25,6 +25,8 @@ struct Ran {
     findings: Vec<Finding>,
     guarantees: Vec<Finding>,
     faults_not_fired: Vec<String>,
+    /// Each property's name and explanation, for the report's records.
+    explanations: Vec<(&'static str, &'static str)>,
 }
 
 /// The recipe's run of `seed` under the scenario's faults.
@@ -58,7 +60,8 @@ async fn host<R: SimRecipe>(
     cluster.heal();
     zkh_sim::clock::sleep(Duration::from_millis(shape.liveness_ms)).await;
     let history = cluster.history();
-    let mut findings: Vec<Finding> = (R::properties(&config).iter())
+    let properties = R::properties(&config);
+    let mut findings: Vec<Finding> = (properties.iter())
         .map(|property| property.judge(&history))
         .collect();
     findings.push(sometimes::reply_lost(&history));
@@ -68,6 +71,9 @@ async fn host<R: SimRecipe>(
         findings,
         guarantees,
         faults_not_fired: cluster.planned_faults_not_fired().to_vec(),
+        explanations: (properties.iter())
+            .map(|property| (property.name, property.explanation))
+            .collect(),
     }
 }
 
@@ -97,11 +103,14 @@ pub(crate) fn run_resolved<R: SimRecipe>(
         judged,
         &ran.faults_not_fired,
     );
-    let properties = R::properties(config);
     let explained = |finding: &Finding| {
         let mut record = FindingRecord::from(finding);
-        if let Some(property) = properties.iter().find(|p| p.name == finding.property) {
-            record.explanation = property.explanation.to_owned();
+        let own = ran
+            .explanations
+            .iter()
+            .find(|(name, _)| *name == finding.property);
+        if let Some((_, explanation)) = own {
+            record.explanation = (*explanation).to_owned();
         }
         record
     };
