@@ -119,7 +119,11 @@
 //!
 //! Misfire policies beyond "run once more", disabled items, the `running` nodes of
 //! `monitorExecution` (execution is instantaneous), the job's configuration nodes, and
-//! sharding strategies other than average allocation.
+//! sharding strategies other than average allocation. Pausing the job on `SUSPENDED` and its
+//! reconcile service. A step that meets `ConnectionLoss` is retried every
+//! [`RETRY_AFTER_MS`](crate::machine::RETRY_AFTER_MS) until it is answered, where Curator's
+//! `RetryLoop` under Elastic-Job (3 tries, 1 to 3 s apart) gives up and Elastic-Job drops the
+//! step; so a step cut off by a long outage is done here once the outage ends.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
