@@ -38,6 +38,34 @@ fn every_built_in_is_registered_in_both_engines_with_its_variants() {
     );
 }
 
+/// Each registered variant is one of the recipe's own variants in the recipes crate: its name
+/// reads as that enum's value and writes back unchanged, and no two names give one value.
+#[test]
+fn every_registered_variant_is_a_variant_of_the_recipes_own_enum() {
+    use serde::de::DeserializeOwned;
+    use serde::Serialize;
+    use zkh_recipes::{elastic_job, election, latch, lock, master};
+
+    fn round_trips<T: DeserializeOwned + Serialize + PartialEq + std::fmt::Debug>(name: &str) {
+        let registration = registered(name).unwrap_or_else(|| panic!("{name} is registered"));
+        let mut seen: Vec<T> = Vec::new();
+        for variant in registration.variants() {
+            let text = serde_json::Value::String((*variant).to_owned());
+            let value: T = serde_json::from_value(text)
+                .unwrap_or_else(|error| panic!("{name}: {variant} is no variant: {error}"));
+            let back = serde_json::to_value(&value).expect("a variant writes");
+            assert_eq!(back.as_str(), Some(*variant), "{name}: {value:?}");
+            assert!(!seen.contains(&value), "{name}: {variant} twice");
+            seen.push(value);
+        }
+    }
+    round_trips::<lock::LockVariant>("lock");
+    round_trips::<latch::LatchVariant>("latch");
+    round_trips::<election::ElectionVariant>("election");
+    round_trips::<master::MasterVariant>("master");
+    round_trips::<elastic_job::JobVariant>("job");
+}
+
 #[test]
 fn an_unknown_recipe_or_variant_names_what_is_registered() {
     let budget = FaultBudget::parse("none").expect("a budget");
