@@ -35,6 +35,12 @@ use crate::request::{Request, Response};
 use crate::symmetry::{Renaming, Symmetric};
 use crate::types::CreateMode;
 
+/// Elastic-Job's default `reconcileIntervalMinutes` (10), in milliseconds: how long its
+/// reconcile service waits, after the instance starts and after each reconciliation, before it
+/// asks the servers whether the job has a leader. The host runs that service (the simulator's
+/// `zkh_sim::reconcile`); the machine has no part in it.
+pub const RECONCILE_INTERVAL_MS: u64 = 10 * 60_000;
+
 /// Which election: the correct one, or the known-bad variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -180,3 +180,38 @@ fn an_exported_counterexample_aims_at_the_paths_the_model_named() {
     assert_eq!(scenario.workload.recipe, "lock");
     assert!(!scenario.workload.fenced, "the check was not fenced");
 }
+
+/// Elastic-Job's reconcile service is the election's: a scenario of another recipe that sets
+/// its interval is refused, naming the field; the election reads it.
+#[test]
+fn only_the_election_takes_a_reconcile_interval() {
+    let text = |recipe: &str| {
+        format!(
+            "[workload]\nrecipe = \"{recipe}\"\n\n[workload.leader_job]\nreconcile_interval_ms = 120000\n"
+        )
+    };
+    let refused = problem(&text("latch"));
+    assert!(
+        refused.contains("workload.leader_job.reconcile_interval_ms")
+            && refused.contains("only the election runs Elastic-Job's reconcile service"),
+        "{refused}"
+    );
+    let odd = text("election").replace("120000", "90000");
+    let refused = problem(&odd);
+    assert!(
+        refused.contains("expected whole minutes") && refused.contains("found 90000"),
+        "{refused}"
+    );
+    let (_, resolved) = parse("reconcile.toml", "reconcile", &text("election")).expect("read");
+    assert_eq!(resolved.reconcile_interval_ms, 120_000);
+    let (_, default) = parse(
+        "reconcile.toml",
+        "reconcile",
+        "[workload]\nrecipe = \"election\"\n",
+    )
+    .expect("read");
+    assert_eq!(
+        default.reconcile_interval_ms,
+        zkh_recipes::election::RECONCILE_INTERVAL_MS
+    );
+}

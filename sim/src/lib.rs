@@ -45,6 +45,8 @@ pub mod probe;
 #[cfg(madsim)]
 pub mod protocol;
 #[cfg(madsim)]
+pub mod reconcile;
+#[cfg(madsim)]
 pub mod run;
 pub mod seed;
 #[cfg(madsim)]

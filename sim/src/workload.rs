@@ -31,6 +31,7 @@ use crate::fault::FaultPlan;
 use crate::local_expiry::LocalExpiry;
 use crate::master;
 use crate::net::Net;
+use crate::reconcile::Reconcile;
 use crate::server::ServerDefects;
 
 pub use crate::paths::{JOB_DIR, JOB_LATCH_DIR, LATCH_DIR, LOCK_DIR};
@@ -60,6 +61,8 @@ pub struct WorkloadConfig {
     pub initial_stock: i64,
     /// The leader's job period.
     pub job_interval_ms: u64,
+    /// The election's reconcile interval ([`crate::reconcile`]; 0: none).
+    pub reconcile_interval_ms: u64,
     /// Faults of the servers' own code, for the guarantee checker's tests only (none by
     /// default; no scenario file sets one).
     pub defects: ServerDefects,
@@ -82,6 +85,7 @@ impl Default for WorkloadConfig {
             critical_ms: 50,
             initial_stock: INITIAL_STOCK,
             job_interval_ms: 500,
+            reconcile_interval_ms: zkh_recipes::election::RECONCILE_INTERVAL_MS,
             defects: ServerDefects::default(),
             local_expiry: LocalExpiry::Never,
             container_check_interval_ms: CONTAINER_CHECK_INTERVAL_MS,
@@ -325,8 +329,17 @@ where
     })
 }
 
+/// What came due before the next report.
+enum Due {
+    /// The leader's next run of its job.
+    Job,
+    /// The next reconciliation.
+    Reconcile,
+}
+
 /// The leader's loop: run the job when leadership is gained and every `job_interval_ms` while
-/// it lasts, writing to the resource with the leadership's token.
+/// it lasts, writing to the resource with the leadership's token; and, with `reconcile`,
+/// reconcile when that is due, leader or not.
 async fn lead(
     id: u32,
     mut next: NextLeadership,
@@ -334,6 +347,7 @@ async fn lead(
     net: Arc<Net>,
     resource: Arc<Mutex<FencedResource>>,
     config: WorkloadConfig,
+    mut reconcile: Option<Reconcile>,
 ) {
     let mut token = None;
     let run_job = |t: i64| {
@@ -352,11 +366,23 @@ async fn lead(
         record(&history, &net, effect);
     };
     for _ in 0..100_000 {
-        let report = match token {
-            Some(_) => {
-                crate::clock::timeout(Duration::from_millis(config.job_interval_ms), next()).await
+        let waiting = async {
+            match token {
+                Some(_) => {
+                    let job_in = Duration::from_millis(config.job_interval_ms);
+                    (crate::clock::timeout(job_in, next()).await).map_err(|()| Due::Job)
+                }
+                None => Ok(next().await),
             }
-            None => Ok(next().await),
+        };
+        let report = match reconcile.as_mut() {
+            None => waiting.await,
+            Some(service) => tokio::select! {
+                // In order: the seed is the only entropy.
+                biased;
+                report = waiting => report,
+                () = service.due() => Err(Due::Reconcile),
+            },
         };
         match report {
             Ok(Some(Leadership::Gained(t))) => {
@@ -387,7 +413,13 @@ async fn lead(
             }
             Ok(Some(Leadership::Other)) => {}
             Ok(None) => return,
-            Err(_) => run_job(token.expect("a timeout only while leading")),
+            Err(Due::Job) => run_job(token.expect("a job's timeout only while leading")),
+            Err(Due::Reconcile) => {
+                let service = reconcile
+                    .as_mut()
+                    .expect("due only with a reconcile service");
+                service.run().await;
+            }
         }
     }
 }
@@ -450,6 +482,8 @@ pub async fn leader_job(
         let participant = format!("client{id}");
         let uuid = format!("{participant}-{seed:x}");
         let clock: Arc<dyn zkh_recipes::driver::Clock> = Arc::new(SimClock);
+        // Elastic-Job's reconcile service, run by the election's instances (crate::reconcile).
+        let mut reconcile = None;
         let next = match recipe {
             LeaderRecipe::Latch(variant) => {
                 let machine = LatchMachine::new(variant, LATCH_DIR, &participant, &uuid);
@@ -466,6 +500,10 @@ pub async fn leader_job(
             }
             LeaderRecipe::Election(variant) => {
                 let machine = ElectionMachine::new(variant, JOB_DIR, &participant, &uuid);
+                let instance = format!("{JOB_DIR}/leader/election/instance");
+                let interval_ms = config.reconcile_interval_ms;
+                reconcile = (interval_ms > 0)
+                    .then(|| Reconcile::new(Arc::clone(&client), instance, interval_ms));
                 let (handle, driver) = driver::start(client, clock, machine);
                 handle.send(ElectionRequest::Elect);
                 cluster.spawn_on_client(id, driver);
@@ -495,7 +533,8 @@ pub async fn leader_job(
             Arc::clone(&resource),
             config.clone(),
         );
-        cluster.spawn_on_client(id, lead(id, next, history, net, resource, config));
+        let lead = lead(id, next, history, net, resource, config, reconcile);
+        cluster.spawn_on_client(id, lead);
     }
     cluster.run_faults(&plan, config.fault_phase_ms).await;
     cluster.heal();

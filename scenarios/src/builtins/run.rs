@@ -51,6 +51,7 @@ async fn workload(scenario: Resolved, recipe: Typed, seed: u64) -> WorkloadOutco
         critical_ms: scenario.critical_ms,
         initial_stock: scenario.initial_units,
         job_interval_ms: scenario.job_interval_ms,
+        reconcile_interval_ms: scenario.reconcile_interval_ms,
         defects: ServerDefects::default(),
         local_expiry: scenario.local_expiry,
         container_check_interval_ms: scenario.container_check_interval_ms,

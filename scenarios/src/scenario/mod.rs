@@ -186,6 +186,11 @@ pub struct StockApp {
 pub struct LeaderJobApp {
     /// The leader runs the job this often (default 500).
     pub interval_ms: Option<u64>,
+    /// The election only: Elastic-Job's reconcile service asks the servers whether the job has
+    /// a leader this long after the instances start and after each time it asked
+    /// (`reconcileIntervalMinutes`, so whole minutes; default 600,000, Elastic-Job's 10
+    /// minutes, longer than any run; 0 turns it off, as Elastic-Job's 0 does).
+    pub reconcile_interval_ms: Option<u64>,
 }
 
 /// Elastic-Job's sharded job.

@@ -36,6 +36,9 @@ pub struct Resolved {
     pub critical_ms: u64,
     /// The elected leader's job period.
     pub job_interval_ms: u64,
+    /// The election's reconcile interval (0: none).
+    #[serde(skip_serializing_if = "is_ten_minutes")]
+    pub reconcile_interval_ms: u64,
     /// The sharded job's items per cycle.
     pub items: u32,
     /// The sharded job's cron period.
@@ -186,6 +189,24 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
             check_length(value_ms, positive, format!("workload.{path}"))?;
         }
     }
+    let reconcile_ms = leader_job.reconcile_interval_ms;
+    check(
+        reconcile_ms.is_none_or(|ms| ms % 60_000 == 0 && ms <= LONGEST_RUN_MS),
+        "workload.leader_job.reconcile_interval_ms",
+        format!(
+            "expected whole minutes (Elastic-Job's reconcileIntervalMinutes) up to \
+             {LONGEST_RUN_MS} ms, or 0, found {}",
+            reconcile_ms.unwrap_or_default()
+        ),
+    )?;
+    check(
+        reconcile_ms.is_none() || recipe.registration.name() == crate::builtins::ELECTION,
+        "workload.leader_job.reconcile_interval_ms",
+        format!(
+            "only the election runs Elastic-Job's reconcile service, not the {}",
+            recipe.registration.name()
+        ),
+    )?;
     check(
         stock.initial_units.is_none_or(|units| units >= 0),
         "workload.stock.initial_units",
@@ -281,6 +302,8 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         initial_units: stock.initial_units.unwrap_or(100_000),
         critical_ms: stock.critical_ms.unwrap_or(50),
         job_interval_ms: leader_job.interval_ms.unwrap_or(500),
+        reconcile_interval_ms: (leader_job.reconcile_interval_ms)
+            .unwrap_or(zkh_recipes::election::RECONCILE_INTERVAL_MS),
         items,
         cycle_interval_ms: sharded.cycle_interval_ms.unwrap_or(10_000),
         settle_ms: sharded.settle_ms.unwrap_or(10_000),
@@ -331,6 +354,10 @@ fn scenario_recipe(workload: &super::WorkloadSpec) -> Result<(ScenarioRecipe, St
         workload,
     };
     Ok((recipe, (*variant).to_owned()))
+}
+
+fn is_ten_minutes(ms: &u64) -> bool {
+    *ms == zkh_recipes::election::RECONCILE_INTERVAL_MS
 }
 
 /// The longest run a scenario may ask for: its fault and liveness phases together.
