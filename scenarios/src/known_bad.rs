@@ -252,11 +252,14 @@ pub fn simulator_only(recipe: &str, variant: &str) -> Option<&'static SimulatorO
         .find(|entry| entry.recipe == recipe && entry.variant == variant)
 }
 
-/// The entry of `recipe`'s known-bad `variant`; none for a correct recipe.
-pub fn known_bad(recipe: &str, variant: &str) -> Option<&'static KnownBad> {
-    KNOWN_BAD
-        .iter()
+/// The entry of `recipe`'s known-bad `variant`, as its registration gives it (the built-ins'
+/// from [`KNOWN_BAD`], a machine recipe's from its `MachineRecipe::known_bad`); none for a
+/// correct recipe, or a variant whose default check catches it.
+pub fn known_bad(recipe: &str, variant: &str) -> Option<KnownBad> {
+    let entry = crate::cli::machines::registered(recipe)?;
+    (entry.known_bad().iter())
         .find(|entry| entry.recipe == recipe && entry.variant == variant)
+        .copied()
 }
 
 #[cfg(test)]
@@ -295,7 +298,7 @@ mod tests {
             }
         }
         assert_eq!(
-            known_bad("election", "check-then-write").map(KnownBad::command),
+            known_bad("election", "check-then-write").map(|entry| entry.command()),
             Some(
                 "zkharness check election --variant check-then-write --acting unfenced \
                  --faults none"

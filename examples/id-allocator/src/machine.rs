@@ -29,7 +29,7 @@ use zkh_recipes::machine::{Command, Ids, Input, Machine};
 use zkh_recipes::request::{Request, Response};
 use zkh_recipes::symmetry::{Renaming, Symmetric};
 use zkh_recipes::ZkError;
-use zkh_scenarios::custom::{MachineRecipe, Property};
+use zkh_scenarios::custom::{KnownBad, MachineRecipe, Property};
 
 use crate::{COUNTER, IDS};
 
@@ -286,5 +286,25 @@ impl MachineRecipe for AllocatorWorkload {
             "No ID is handed out twice.",
             ids_unique,
         )]
+    }
+
+    /// The two controls and the checks that catch them: a check of either that ends without
+    /// a violation (one client; no faults for the lost reply's) prints its entry's command.
+    fn known_bad() -> Vec<KnownBad> {
+        let caught = |variant, options, steps| KnownBad {
+            recipe: Self::NAME,
+            variant,
+            options,
+            property: "ids unique",
+            steps,
+        };
+        vec![
+            caught("unversioned", &["--clients", "2", "--faults", "none"], 8),
+            caught(
+                "loss-as-success",
+                &["--clients", "2", "--faults", "drop-request=1"],
+                8,
+            ),
+        ]
     }
 }

@@ -12,7 +12,7 @@ fn workload(variant: Variant) -> AllocatorWorkload {
 #[cfg(not(madsim))]
 mod model {
     use super::*;
-    use zkh_scenarios::custom::model;
+    use zkh_scenarios::custom::{model, MachineRecipe};
 
     #[test]
     fn the_correct_allocator_passes_every_interleaving_under_a_lost_reply_and_an_expiry() {
@@ -87,6 +87,40 @@ mod model {
         let (code, said) = check(&["--variant", "unversioned", "--faults", "none"]);
         assert_eq!(code, Some(1), "{said}");
         assert!(said.contains("VIOLATION of ids unique"), "{said}");
+    }
+
+    /// Each control's declared check catches it, breaking the declared property in the declared
+    /// steps; a check that does not catch it says which does.
+    #[test]
+    fn each_declared_known_bad_check_catches_its_variant_and_a_miss_names_it() {
+        let check = |args: Vec<&str>| {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_id-allocator"))
+                .args(args)
+                .output()
+                .expect("the binary runs");
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            (out.status.code(), said)
+        };
+        let entries = AllocatorWorkload::known_bad();
+        assert_eq!(entries.len(), AllocatorWorkload::VARIANTS.len() - 1);
+        for entry in entries {
+            let mut args = vec!["check", entry.recipe, "--variant", entry.variant];
+            args.extend_from_slice(entry.options);
+            let (code, said) = check(args);
+            assert_eq!(code, Some(1), "{said}");
+            let violated = format!("VIOLATION of {}", entry.property);
+            let steps = format!("counterexample, {} steps", entry.steps);
+            assert!(said.contains(&violated) && said.contains(&steps), "{said}");
+            let one_client = ["--clients", "1", "--faults", "none"];
+            let mut missed = vec!["check", entry.recipe, "--variant", entry.variant];
+            missed.extend_from_slice(&one_client);
+            let (code, said) = check(missed);
+            assert_eq!(code, Some(0), "{said}");
+            assert!(
+                said.contains("this check did not show its bug") && said.contains(&entry.command()),
+                "{said}"
+            );
+        }
     }
 }
 

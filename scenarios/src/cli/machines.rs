@@ -20,6 +20,7 @@ use zkh_model::check::{Action, RecipeModel, Workload};
 use super::budgets::{one_budget, Row, Settings};
 use super::CheckArgs;
 use crate::custom::MachineRecipe;
+use crate::known_bad::{KnownBad, KNOWN_BAD};
 use crate::scenario::{ScenarioFile, WorkloadSpec};
 use crate::Recipe;
 
@@ -56,6 +57,9 @@ pub(crate) trait MachineModel: Send + Sync + 'static {
     /// The model of `recipe`, typed, for a caller that knows its workload type
     /// ([`Recipe::model`]).
     fn model_any(&self, recipe: &Recipe) -> Box<dyn Any>;
+    /// How a check catches each of its known-bad variants
+    /// ([`known_bad`](crate::known_bad::known_bad)).
+    fn known_bad(&self) -> &[KnownBad];
 }
 
 /// The sharded job's shape in the model: its items, and the cycles it runs.
@@ -86,6 +90,7 @@ impl MachineEntry {
                 // leaves out.
                 workload.fenced = true;
             },
+            known_bad: W::known_bad(),
         }))
     }
 
@@ -107,6 +112,10 @@ impl MachineEntry {
             standard_shape: shapes.map(|(_, standard)| standard),
             workload,
             scenario,
+            known_bad: (KNOWN_BAD.iter())
+                .filter(|entry| entry.recipe == name)
+                .copied()
+                .collect(),
         }))
     }
 }
@@ -118,6 +127,7 @@ struct Entry<W> {
     standard_shape: Option<JobShape>,
     workload: fn(&Recipe) -> W,
     scenario: fn(&Recipe, &mut WorkloadSpec),
+    known_bad: Vec<KnownBad>,
 }
 
 impl<W: Workload> Entry<W> {
@@ -176,6 +186,10 @@ impl<W: Workload> MachineModel for Entry<W> {
 
     fn model_any(&self, recipe: &Recipe) -> Box<dyn Any> {
         Box::new(self.model(recipe))
+    }
+
+    fn known_bad(&self) -> &[KnownBad] {
+        &self.known_bad
     }
 }
 

@@ -52,6 +52,13 @@ pub trait MachineRecipe: Workload {
 
     /// The properties judged on each simulated run's history.
     fn properties() -> Vec<Property>;
+
+    /// How `zkharness check` catches each known-bad variant that its default options do not:
+    /// a check of such a variant that ends without a violation prints the entry's command, so
+    /// that nobody takes it for a fixed bug (none by default). `recipe` is [`Self::NAME`].
+    fn known_bad() -> Vec<crate::known_bad::KnownBad> {
+        Vec::new()
+    }
 }
 
 /// A [`MachineRecipe`] as the simulator runs it: register it, write scenarios for it and test it

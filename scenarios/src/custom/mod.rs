@@ -65,6 +65,7 @@ use std::pin::Pin;
 
 use serde::de::DeserializeOwned;
 
+pub use crate::known_bad::KnownBad;
 pub use ctx::{Client, ClientCtx};
 pub use machined::{MachineRecipe, Machined, NoKnobs};
 pub use model::{model, ModelCheck, ModelVerdict};
