@@ -36,14 +36,44 @@ fn main() {
     use zkh_recipes::lock::LockVariant;
     use zkh_recipes::master::MasterVariant;
     use zkh_scenarios::runner;
-    use zkh_scenarios::scenario::load;
+    use zkh_scenarios::scenario::{load, Resolved};
     use zkh_sim::run::run_seed;
     use zkh_sim::sharded::{sharded_job, ShardedConfig};
     use zkh_sim::standard::recipe_plan;
     use zkh_sim::workload::{self, LeaderRecipe, WorkloadConfig, WorkloadOutcome};
 
-    fn direct(recipe: &str, seed: u64) -> WorkloadOutcome {
-        let config = WorkloadConfig::default();
+    /// The test loop's run of `recipe`, shaped as the catalogue's `scenario` (its client
+    /// library's recovery, its knobs), under the test's fault plan.
+    fn direct(recipe: &str, seed: u64, scenario: &Resolved) -> WorkloadOutcome {
+        let config = WorkloadConfig {
+            servers: scenario.servers,
+            clients: scenario.clients,
+            session_timeout_ms: scenario.session_timeout_ms,
+            fault_phase_ms: scenario.fault_ms,
+            liveness_ms: scenario.liveness_ms,
+            leader_within_ms: scenario.leader_within_ms,
+            critical_ms: scenario.critical_ms,
+            initial_stock: scenario.initial_units,
+            job_interval_ms: scenario.job_interval_ms,
+            reconcile_interval_ms: scenario.reconcile_interval_ms,
+            local_expiry: scenario.local_expiry,
+            container_check_interval_ms: scenario.container_check_interval_ms,
+            ..WorkloadConfig::default()
+        };
+        let sharded = ShardedConfig {
+            servers: scenario.servers,
+            clients: scenario.clients,
+            session_timeout_ms: scenario.session_timeout_ms,
+            items: scenario.items,
+            cycle_interval_ms: scenario.cycle_interval_ms,
+            fault_phase_ms: scenario.fault_ms,
+            liveness_ms: scenario.liveness_ms,
+            leader_within_ms: scenario.leader_within_ms,
+            settle_ms: scenario.settle_ms,
+            judged_from_ms: scenario.judged_from_ms,
+            local_expiry: scenario.local_expiry,
+            container_check_interval_ms: scenario.container_check_interval_ms,
+        };
         match recipe {
             "lock" => run_seed(seed, 600, move |s| {
                 workload::stock(s, LockVariant::Correct, config, recipe_plan())
@@ -60,12 +90,7 @@ fn main() {
                 workload::leader_job(s, recipe, config, recipe_plan())
             }),
             "job" => run_seed(seed, 600, move |s| {
-                sharded_job(
-                    s,
-                    JobVariant::Correct,
-                    ShardedConfig::default(),
-                    recipe_plan(),
-                )
+                sharded_job(s, JobVariant::Correct, sharded, recipe_plan())
             }),
             other => panic!("no direct loop for {other}"),
         }
@@ -94,7 +119,7 @@ fn main() {
         let file = root.join(format!("catalog/{recipe}-harsh-random.toml"));
         let scenario = load(&file).expect("the catalogue file loads").resolved;
         for seed in 0..3 {
-            let a = direct(recipe, seed).history.stable_hash();
+            let a = direct(recipe, seed, &scenario).history.stable_hash();
             let b = runner::run(&scenario, seed).trace;
             assert_eq!(
                 a, b,
@@ -106,14 +131,14 @@ fn main() {
             let began = Instant::now();
             for seed in 0..seeds {
                 assert!(
-                    direct(recipe, seed).violation().is_none(),
+                    direct(recipe, seed, &scenario).violation().is_none(),
                     "{recipe} seed {seed}"
                 );
             }
             a_s.push(began.elapsed().as_secs_f64());
             let began = Instant::now();
             for seed in 0..seeds {
-                let outcome = direct(recipe, seed);
+                let outcome = direct(recipe, seed, &scenario);
                 assert!(outcome.violation().is_none(), "{recipe} seed {seed}");
                 std::hint::black_box(outcome.history.stable_hash());
             }

@@ -9,13 +9,9 @@
 //! first violated `eventually` one, else [`Outcome::FaultsNotFired`] if a planned fault did not
 //! happen, else a pass.
 
-use zkh_model::claims::claims_at_end;
 use zkh_model::guarantees::CommitLogs;
-use zkh_model::orphans::orphans_at_end;
-use zkh_model::properties::{wakeups, Class, Finding};
+use zkh_model::properties::{Class, Finding};
 use zkh_model::History;
-use zkh_sim::fault::Fault;
-use zkh_sim::workload::WorkloadOutcome;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,70 +140,6 @@ pub(crate) fn guarantees(history: &History, logs: &CommitLogs) -> Vec<Finding> {
     } else {
         Vec::new()
     }
-}
-
-/// The result of a built-in recipe's run `outcome`: ZooKeeper's guarantees, the claims and
-/// orphans at the end, the containers reaped, and the verdict; for a recipe whose waiters
-/// queue under `herd_dir`, the waiters each release woke.
-pub(crate) fn judge(
-    scenario: &Resolved,
-    seed: u64,
-    mut outcome: WorkloadOutcome,
-    herd_dir: Option<&str>,
-) -> RunResult {
-    let guarantees = guarantees(&outcome.history, &outcome.commit_logs);
-    // Judged here, not by the workloads: it needs the servers' final states.
-    let finals = &outcome.commit_logs.finals;
-    let claims = claims_at_end(&outcome.history, finals, &outcome.known);
-    outcome.findings.extend(claims);
-    let orphans = orphans_at_end(&outcome.history, finals, &outcome.known);
-    outcome.findings.extend(orphans);
-    if reaps_containers(scenario) {
-        let reaped = zkh_model::guarantees::container_reaped(&outcome.commit_logs);
-        outcome.findings.push(reaped);
-    }
-    let verdict = verdict(
-        &guarantees,
-        &outcome.findings,
-        |f| scenario.properties.iter().any(|p| p == f.property),
-        &outcome.faults_not_fired,
-    );
-    let findings = outcome
-        .findings
-        .iter()
-        .filter(|f| {
-            f.class == Class::Sometimes || scenario.properties.iter().any(|p| p == f.property)
-        })
-        .map(FindingRecord::from)
-        .collect();
-    let simulated_ms = outcome
-        .history
-        .entries()
-        .last()
-        .map_or(0, |e| e.at_us / 1000);
-    let herd = herd_dir.map(|dir| Herd::of(&wakeups(&outcome.history, dir)));
-    RunResult {
-        seed,
-        outcome: verdict,
-        findings,
-        guarantees: guarantees.iter().map(FindingRecord::from).collect(),
-        faults_not_fired: outcome.faults_not_fired,
-        herd,
-        trace: outcome.history.stable_hash(),
-        history: outcome.history,
-        simulated_ms,
-    }
-}
-
-/// Whether `scenario` has the leader reap containers: a `reap-containers` fault, or a check
-/// interval shorter than the run. Only then is "a container was reaped" reported.
-fn reaps_containers(scenario: &Resolved) -> bool {
-    let plan = &scenario.faults;
-    let scripted = plan.scripted.iter().map(|s| &s.fault);
-    let mut faults = scripted.chain(plan.triggered.iter().map(|t| &t.fault));
-    let run_ms = scenario.fault_ms + scenario.liveness_ms;
-    faults.any(|fault| *fault == Fault::ReapContainers)
-        || scenario.container_check_interval_ms < run_ms
 }
 
 /// The report of `result`, a run of the scenario `loaded` read from `path`; `repro` is the

@@ -346,6 +346,11 @@ impl Cluster {
         self.clients[&id].node.spawn(future)
     }
 
+    /// Client `id`'s node, to spawn more of its process's tasks on (they stop when it crashes).
+    pub fn client_node(&self, id: u32) -> NodeHandle {
+        self.clients[&id].node.clone()
+    }
+
     /// Client `id`'s handle.
     pub fn client(&self, id: u32) -> &SimClient {
         &self.clients[&id].client

@@ -37,6 +37,7 @@ pub mod local_expiry;
 pub mod log;
 #[cfg(madsim)]
 pub mod master;
+pub mod moment;
 #[cfg(madsim)]
 pub mod net;
 pub mod paths;

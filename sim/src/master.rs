@@ -55,7 +55,7 @@ pub async fn create_parent(client: &SimClient) {
 /// an expiry. Returns the leadership changes, for the leader's loop, and the supervisor's task,
 /// which the host spawns on the client's node. Each machine it starts publishes what it knows of
 /// its own node into `knowledge`.
-pub(crate) fn supervise(
+pub fn supervise(
     client: Arc<SimClient>,
     clock: Arc<dyn Clock>,
     variant: MasterVariant,

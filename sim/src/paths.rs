@@ -9,3 +9,7 @@ pub use zkh_model::check::{
 
 /// The parent of the book's master node, created before the participants start.
 pub const APP_DIR: &str = "/app";
+
+/// The resource the lock's holders and the elected leaders write to (not a node: the world
+/// outside ZooKeeper the recipes guard).
+pub const RESOURCE: &str = "stock";

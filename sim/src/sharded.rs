@@ -2,8 +2,11 @@
 //! processes, each an Elastic-Job instance ([`JobMachine`]), judged by "no shard executed
 //! twice" and "no shard lost".
 //!
-//! Every instance's cron fires cycle `k` at `k * cycle_interval_ms` after the instances
-//! started, all at the same simulated time, as a cron expression does on synchronised clocks.
+//! Every instance's cron fires cycle `k` at `k * cycle_interval_ms` after the moment every
+//! instance had started, all at the same simulated time, as a cron expression does on
+//! synchronised clocks. (`zkharness` runs the job through its one host, as
+//! `zkh_scenarios`' built-in `ShardedJob`, with the same tasks in the same order: the same seed
+//! gives the same trace here and there.)
 //! Each run of an item is recorded as a `HistoryEvent::Execution` with its claim's zxid; each
 //! leadership change as a `Role`.
 //!
@@ -24,6 +27,7 @@ use crate::clock::SimClock;
 use crate::cluster::{Cluster, ClusterConfig, CONTAINER_CHECK_INTERVAL_MS};
 use crate::fault::FaultPlan;
 use crate::local_expiry::LocalExpiry;
+use crate::moment::Moment;
 use crate::net::Net;
 use crate::server::ServerDefects;
 use crate::workload::{ensemble, known_at_end, record, WorkloadOutcome};
@@ -80,7 +84,7 @@ impl Default for ShardedConfig {
 }
 
 /// Records `client`'s reports until its driver stops.
-async fn record_reports(
+pub async fn record_reports(
     client: u32,
     job: Arc<JobInstance>,
     history: Arc<Mutex<History>>,
@@ -117,7 +121,7 @@ async fn record_reports(
 }
 
 /// Fires the cron triggers of `job`: cycle `k` at `origin_us + k * interval`.
-async fn cron(job: Arc<JobInstance>, net: Arc<Net>, origin_us: u64, interval_ms: u64) {
+pub async fn cron(job: Arc<JobInstance>, net: Arc<Net>, origin_us: u64, interval_ms: u64) {
     // Bounded: far more cycles than a run has time for.
     for cycle in 1..100_000u64 {
         let at_us = origin_us + cycle * interval_ms * 1000;
@@ -127,6 +131,18 @@ async fn cron(job: Arc<JobInstance>, net: Arc<Net>, origin_us: u64, interval_ms:
             return;
         }
     }
+}
+
+/// Fires the cron triggers of `job` ([`cron`]) from the run's origin, once `origin` is
+/// announced (the moment every instance had started).
+pub async fn cron_from_origin(
+    job: Arc<JobInstance>,
+    net: Arc<Net>,
+    origin: Moment,
+    interval_ms: u64,
+) {
+    let origin_us = origin.wait_us().await;
+    cron(job, net, origin_us, interval_ms).await;
 }
 
 /// Runs the sharded job with `variant` for `seed` under `plan`.
@@ -147,7 +163,10 @@ pub async fn sharded_job(
     };
     let mut cluster = Cluster::start(seed, ensemble).await;
     cluster.arm_triggers(&plan.triggered);
-    let (mut jobs, mut knowledge) = (Vec::new(), Vec::new());
+    let mut knowledge = Vec::new();
+    // Each instance's cron starts with it and counts from the moment every instance started,
+    // as `zkharness` runs the job (its host tells every client that moment).
+    let origin = Moment::new();
     for id in 0..config.clients {
         let client = Arc::new(
             cluster
@@ -164,13 +183,12 @@ pub async fn sharded_job(
         let job = Arc::new(job);
         let (history, net) = (cluster.history_handle(), Arc::clone(cluster.net()));
         cluster.spawn_on_client(id, record_reports(id, Arc::clone(&job), history, net));
-        jobs.push(job);
+        let net = Arc::clone(cluster.net());
+        let cron = cron_from_origin(job, net, origin.clone(), config.cycle_interval_ms);
+        cluster.spawn_on_client(id, cron);
     }
     let origin_us = cluster.net().now_us();
-    for (id, job) in (0..).zip(jobs) {
-        let net = Arc::clone(cluster.net());
-        cluster.spawn_on_client(id, cron(job, net, origin_us, config.cycle_interval_ms));
-    }
+    origin.announce(origin_us);
     cluster.run_faults(&plan, config.fault_phase_ms).await;
     cluster.heal();
     let healed_us = cluster.net().now_us();

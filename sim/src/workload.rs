@@ -10,6 +10,11 @@
 //!
 //! A run has a fault phase (the plan), a heal, and a bounded liveness phase; then the
 //! properties are judged on the history.
+//!
+//! Each client's part is its own function ([`sell_under_lock`], [`start_election`] and
+//! [`lead`]): `zkharness` runs the built-in recipes through its one host (`zkh_scenarios`'
+//! `builtins::hosted`), which calls these same functions in the same order, so that a seed gives
+//! the same trace here, in the simulator's own tests, and there.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,9 +39,7 @@ use crate::net::Net;
 use crate::reconcile::Reconcile;
 use crate::server::ServerDefects;
 
-pub use crate::paths::{JOB_DIR, JOB_LATCH_DIR, LATCH_DIR, LOCK_DIR};
-/// The resource both workloads write to.
-pub const RESOURCE: &str = "stock";
+pub use crate::paths::{JOB_DIR, JOB_LATCH_DIR, LATCH_DIR, LOCK_DIR, RESOURCE};
 
 /// The shape of one workload run.
 #[derive(Clone, Debug)]
@@ -127,9 +130,22 @@ impl WorkloadOutcome {
     }
 }
 
-struct Stock {
-    units: i64,
-    fence: FencedResource,
+/// The stock the lock's workload sells from: its units, behind a fenced resource.
+pub struct Stock {
+    /// Units left.
+    pub units: i64,
+    /// What the resource admits.
+    pub fence: FencedResource,
+}
+
+impl Stock {
+    /// A stock of `units` whose resource has seen no token.
+    pub fn new(units: i64) -> Self {
+        Stock {
+            units,
+            fence: FencedResource::new(),
+        }
+    }
 }
 
 /// The default initial stock: more than the clients can sell in a run, so they keep
@@ -157,10 +173,7 @@ pub async fn stock(
     )
     .await;
     cluster.arm_triggers(&plan.triggered);
-    let stock = Arc::new(Mutex::new(Stock {
-        units: config.initial_stock,
-        fence: FencedResource::new(),
-    }));
+    let stock = Arc::new(Mutex::new(Stock::new(config.initial_stock)));
     let mut knowledge = Vec::new();
     for id in 0..config.clients {
         let client = Arc::new(
@@ -178,74 +191,21 @@ pub async fn stock(
         );
         cluster.spawn_on_client(id, driver);
         knowledge.push((id, lock.knowledge()));
-        let (history, net, stock, config) = (
+        let (history, net, stock) = (
             cluster.history_handle(),
             Arc::clone(cluster.net()),
             Arc::clone(&stock),
-            config.clone(),
         );
-        cluster.spawn_on_client(id, async move {
-            // Bounded: far more iterations than a run has time for.
-            for _ in 0..100_000 {
-                match lock.acquire(Some(10_000)).await {
-                    Ok(token) => {
-                        record(
-                            &history,
-                            &net,
-                            HistoryEvent::Role {
-                                client: id,
-                                role: "holder".into(),
-                                token: Some(token),
-                            },
-                        );
-                        let read = stock.lock().expect("stock mutex").units;
-                        let admitted = stock
-                            .lock()
-                            .expect("stock mutex")
-                            .fence
-                            .admit(config.fencing, token);
-                        let reserve = HistoryEvent::SideEffect {
-                            client: id,
-                            resource: RESOURCE.into(),
-                            token: Some(token),
-                            accepted: admitted,
-                            detail: format!("reserve read={read}"),
-                        };
-                        record(&history, &net, reserve);
-                        madsim::time::sleep(Duration::from_millis(config.critical_ms)).await;
-                        let admitted = {
-                            let mut stock = stock.lock().expect("stock mutex");
-                            let admitted = stock.fence.admit(config.fencing, token);
-                            if admitted {
-                                stock.units = read - 1;
-                            }
-                            admitted
-                        };
-                        let sell = HistoryEvent::SideEffect {
-                            client: id,
-                            resource: RESOURCE.into(),
-                            token: Some(token),
-                            accepted: admitted,
-                            detail: format!("sell read={read}"),
-                        };
-                        record(&history, &net, sell);
-                        let _ = lock.release().await;
-                        record(
-                            &history,
-                            &net,
-                            HistoryEvent::Role {
-                                client: id,
-                                role: "none".into(),
-                                token: None,
-                            },
-                        );
-                    }
-                    Err(LockError::Stopped) => return,
-                    Err(_) => madsim::time::sleep(Duration::from_millis(100)).await,
-                }
-                madsim::time::sleep(Duration::from_millis(10)).await;
-            }
-        });
+        let sell = sell_under_lock(
+            id,
+            lock,
+            history,
+            net,
+            stock,
+            config.fencing,
+            config.critical_ms,
+        );
+        cluster.spawn_on_client(id, sell);
     }
     cluster.run_faults(&plan, config.fault_phase_ms).await;
     cluster.heal();
@@ -274,6 +234,80 @@ pub async fn stock(
         faults_not_fired,
         commit_logs: cluster.commit_logs(),
         known: known_at_end(&cluster, &knowledge),
+    }
+}
+
+/// A lock workload's client process: in a loop, acquire `lock`, read the stock, reserve, spend
+/// `critical_ms` inside the critical section, sell (`stock := read - 1`), release; every write
+/// to the stock carries the lock's token, which its resource admits according to `fencing`.
+pub async fn sell_under_lock(
+    id: u32,
+    lock: Lock,
+    history: Arc<Mutex<History>>,
+    net: Arc<Net>,
+    stock: Arc<Mutex<Stock>>,
+    fencing: Fencing,
+    critical_ms: u64,
+) {
+    // Bounded: far more iterations than a run has time for.
+    for _ in 0..100_000 {
+        match lock.acquire(Some(10_000)).await {
+            Ok(token) => {
+                record(
+                    &history,
+                    &net,
+                    HistoryEvent::Role {
+                        client: id,
+                        role: "holder".into(),
+                        token: Some(token),
+                    },
+                );
+                let read = stock.lock().expect("stock mutex").units;
+                let admitted = stock
+                    .lock()
+                    .expect("stock mutex")
+                    .fence
+                    .admit(fencing, token);
+                let reserve = HistoryEvent::SideEffect {
+                    client: id,
+                    resource: RESOURCE.into(),
+                    token: Some(token),
+                    accepted: admitted,
+                    detail: format!("reserve read={read}"),
+                };
+                record(&history, &net, reserve);
+                madsim::time::sleep(Duration::from_millis(critical_ms)).await;
+                let admitted = {
+                    let mut stock = stock.lock().expect("stock mutex");
+                    let admitted = stock.fence.admit(fencing, token);
+                    if admitted {
+                        stock.units = read - 1;
+                    }
+                    admitted
+                };
+                let sell = HistoryEvent::SideEffect {
+                    client: id,
+                    resource: RESOURCE.into(),
+                    token: Some(token),
+                    accepted: admitted,
+                    detail: format!("sell read={read}"),
+                };
+                record(&history, &net, sell);
+                let _ = lock.release().await;
+                record(
+                    &history,
+                    &net,
+                    HistoryEvent::Role {
+                        client: id,
+                        role: "none".into(),
+                        token: None,
+                    },
+                );
+            }
+            Err(LockError::Stopped) => return,
+            Err(_) => madsim::time::sleep(Duration::from_millis(100)).await,
+        }
+        madsim::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -309,7 +343,7 @@ pub enum Leadership {
 }
 
 /// The next leadership change of a running election, `None` once it has stopped for good.
-pub(crate) type NextLeadership = Box<
+pub type NextLeadership = Box<
     dyn FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Leadership>> + Send>>
         + Send,
 >;
@@ -337,24 +371,137 @@ enum Due {
     Reconcile,
 }
 
-/// The leader's loop: run the job when leadership is gained and every `job_interval_ms` while
-/// it lasts, writing to the resource with the leadership's token; and, with `reconcile`,
-/// reconcile when that is due, leader or not.
-async fn lead(
+/// What the elected leader runs: a job every `interval_ms`, writing to a resource that admits
+/// its tokens according to `fencing`.
+#[derive(Clone, Copy, Debug)]
+pub struct ScheduledJob {
+    /// How the resource treats tokens.
+    pub fencing: Fencing,
+    /// The job's period.
+    pub interval_ms: u64,
+}
+
+/// One client's running election, as the leader's loop takes it ([`start_election`]).
+pub struct Elected {
+    /// Its leadership changes.
+    pub next: NextLeadership,
+    /// Elastic-Job's reconcile service, for the job election's instances.
+    pub reconcile: Option<Reconcile>,
+    /// What its recipe knows of its own ephemeral nodes, for the orphan and claim checks.
+    pub knowledge: Knowledge,
+    /// The recipe's own task (its driver, or the master's supervisor), to spawn on the
+    /// client's node before the leader's loop.
+    pub task: Task,
+}
+
+/// Starts `recipe`'s election for client `id` of the run of `seed` on `client` (the book's
+/// master needs its parent node made first: [`master::create_parent`]); the job election's
+/// instances reconcile every `reconcile_interval_ms` (0: never).
+pub fn start_election(
     id: u32,
-    mut next: NextLeadership,
+    seed: u64,
+    client: Arc<crate::SimClient>,
+    recipe: LeaderRecipe,
+    reconcile_interval_ms: u64,
+) -> Elected {
+    let participant = format!("client{id}");
+    let uuid = format!("{participant}-{seed:x}");
+    let clock: Arc<dyn zkh_recipes::driver::Clock> = Arc::new(SimClock);
+    // Elastic-Job's reconcile service, run by the election's instances (crate::reconcile).
+    let mut reconcile = None;
+    let (next, knowledge, task) = match recipe {
+        LeaderRecipe::Latch(variant) => {
+            let machine = LatchMachine::new(variant, LATCH_DIR, &participant, &uuid);
+            driven(
+                client,
+                clock,
+                machine,
+                LatchRequest::Start,
+                |report| match report {
+                    LatchReport::Leader { token } => Leadership::Gained(token),
+                    LatchReport::NotLeader | LatchReport::Failed(_) | LatchReport::Closed => {
+                        Leadership::Lost
+                    }
+                },
+            )
+        }
+        LeaderRecipe::Election(variant) => {
+            let machine = ElectionMachine::new(variant, JOB_DIR, &participant, &uuid);
+            let instance = format!("{JOB_DIR}/leader/election/instance");
+            reconcile = (reconcile_interval_ms > 0)
+                .then(|| Reconcile::new(Arc::clone(&client), instance, reconcile_interval_ms));
+            driven(
+                client,
+                clock,
+                machine,
+                ElectionRequest::Elect,
+                |report| match report {
+                    ElectionReport::Leader { token } => Leadership::Gained(token),
+                    ElectionReport::NotLeader => Leadership::Lost,
+                    ElectionReport::Follower => Leadership::Other,
+                },
+            )
+        }
+        LeaderRecipe::Master(variant) => {
+            let knowledge = Knowledge::default();
+            let (next, supervisor) =
+                master::supervise(client, clock, variant, participant, knowledge.clone());
+            (next, knowledge, Box::pin(supervisor) as Task)
+        }
+    };
+    Elected {
+        next,
+        reconcile,
+        knowledge,
+        task,
+    }
+}
+
+/// A recipe's task, spawned on its client's node.
+pub type Task = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Starts `machine` under the recipes' driver with `first` sent: its reports as leadership
+/// changes (`map`), what it knows of its own nodes, and its driver's task.
+fn driven<M: Machine + Send + 'static>(
+    client: Arc<crate::SimClient>,
+    clock: Arc<dyn zkh_recipes::driver::Clock>,
+    machine: M,
+    first: M::Request,
+    map: fn(M::Report) -> Leadership,
+) -> (NextLeadership, Knowledge, Task)
+where
+    M::Report: Sync,
+{
+    let (handle, driver) = driver::start(client, clock, machine);
+    handle.send(first);
+    let knowledge = handle.knowledge();
+    let task: Task = Box::pin(async move {
+        driver.await;
+    });
+    (leadership(handle, map), knowledge, task)
+}
+
+/// The leader's loop: run the job when leadership is gained and every `job.interval_ms` while
+/// it lasts, writing to the resource with the leadership's token; and, with the election's
+/// reconcile service, reconcile when that is due, leader or not.
+pub async fn lead(
+    id: u32,
+    Elected {
+        mut next,
+        mut reconcile,
+        ..
+    }: Elected,
     history: Arc<Mutex<History>>,
     net: Arc<Net>,
     resource: Arc<Mutex<FencedResource>>,
-    config: WorkloadConfig,
-    mut reconcile: Option<Reconcile>,
+    job: ScheduledJob,
 ) {
     let mut token = None;
     let run_job = |t: i64| {
         let accepted = resource
             .lock()
             .expect("resource mutex")
-            .admit(config.fencing, t);
+            .admit(job.fencing, t);
         let detail = format!("job at {} us", net.now_us());
         let effect = HistoryEvent::SideEffect {
             client: id,
@@ -369,7 +516,7 @@ async fn lead(
         let waiting = async {
             match token {
                 Some(_) => {
-                    let job_in = Duration::from_millis(config.job_interval_ms);
+                    let job_in = Duration::from_millis(job.interval_ms);
                     (crate::clock::timeout(job_in, next()).await).map_err(|()| Due::Job)
                 }
                 None => Ok(next().await),
@@ -436,6 +583,10 @@ pub enum LeaderRecipe {
     Master(MasterVariant),
 }
 
+fn recipe_is_master(recipe: LeaderRecipe) -> bool {
+    matches!(recipe, LeaderRecipe::Master(_))
+}
+
 /// Runs the scheduled-job workload with the latch `variant` for `seed` under `plan`.
 pub async fn job(
     seed: u64,
@@ -479,62 +630,24 @@ pub async fn leader_job(
                 .await
                 .expect("a client connects"),
         );
-        let participant = format!("client{id}");
-        let uuid = format!("{participant}-{seed:x}");
-        let clock: Arc<dyn zkh_recipes::driver::Clock> = Arc::new(SimClock);
-        // Elastic-Job's reconcile service, run by the election's instances (crate::reconcile).
-        let mut reconcile = None;
-        let next = match recipe {
-            LeaderRecipe::Latch(variant) => {
-                let machine = LatchMachine::new(variant, LATCH_DIR, &participant, &uuid);
-                let (handle, driver) = driver::start(client, clock, machine);
-                handle.send(LatchRequest::Start);
-                cluster.spawn_on_client(id, driver);
-                knowledge.push((id, handle.knowledge()));
-                leadership(handle, |report| match report {
-                    LatchReport::Leader { token } => Leadership::Gained(token),
-                    LatchReport::NotLeader | LatchReport::Failed(_) | LatchReport::Closed => {
-                        Leadership::Lost
-                    }
-                })
-            }
-            LeaderRecipe::Election(variant) => {
-                let machine = ElectionMachine::new(variant, JOB_DIR, &participant, &uuid);
-                let instance = format!("{JOB_DIR}/leader/election/instance");
-                let interval_ms = config.reconcile_interval_ms;
-                reconcile = (interval_ms > 0)
-                    .then(|| Reconcile::new(Arc::clone(&client), instance, interval_ms));
-                let (handle, driver) = driver::start(client, clock, machine);
-                handle.send(ElectionRequest::Elect);
-                cluster.spawn_on_client(id, driver);
-                knowledge.push((id, handle.knowledge()));
-                leadership(handle, |report| match report {
-                    ElectionReport::Leader { token } => Leadership::Gained(token),
-                    ElectionReport::NotLeader => Leadership::Lost,
-                    ElectionReport::Follower => Leadership::Other,
-                })
-            }
-            LeaderRecipe::Master(variant) => {
-                if id == 0 {
-                    // Before any participant runs: the deployment's parent node.
-                    master::create_parent(&client).await;
-                }
-                let known = Knowledge::default();
-                knowledge.push((id, known.clone()));
-                let (next, supervisor) =
-                    master::supervise(client, clock, variant, participant, known);
-                cluster.spawn_on_client(id, supervisor);
-                next
-            }
-        };
-        let (history, net, resource, config) = (
+        if recipe_is_master(recipe) && id == 0 {
+            // Before any participant runs: the deployment's parent node.
+            master::create_parent(&client).await;
+        }
+        let mut elected = start_election(id, seed, client, recipe, config.reconcile_interval_ms);
+        let task = std::mem::replace(&mut elected.task, Box::pin(async {}));
+        cluster.spawn_on_client(id, task);
+        knowledge.push((id, elected.knowledge.clone()));
+        let (history, net, resource) = (
             cluster.history_handle(),
             Arc::clone(cluster.net()),
             Arc::clone(&resource),
-            config.clone(),
         );
-        let lead = lead(id, next, history, net, resource, config, reconcile);
-        cluster.spawn_on_client(id, lead);
+        let job = ScheduledJob {
+            fencing: config.fencing,
+            interval_ms: config.job_interval_ms,
+        };
+        cluster.spawn_on_client(id, lead(id, elected, history, net, resource, job));
     }
     cluster.run_faults(&plan, config.fault_phase_ms).await;
     cluster.heal();

@@ -14,7 +14,7 @@
 //! serde name in `zkh_recipes`.
 
 #[cfg(madsim)]
-mod run;
+mod hosted;
 pub(crate) mod simulated;
 
 use serde::de::DeserializeOwned;

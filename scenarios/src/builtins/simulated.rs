@@ -2,22 +2,16 @@
 //! registry, as a user's recipe is registered.
 //!
 //! A built-in reads its application's table (`[workload.stock]`, `[workload.leader_job]` or
-//! `[workload.sharded]`), which the resolver checks and fills in beside the ensemble's knobs; its
-//! workload is its variant, typed, and runs the recipe's workload of the simulator crate
-//! (`zkh_sim::workload`, `zkh_sim::sharded`) for a seed, then judges the run as every workload's
-//! run is judged (`runner::judge`).
+//! `[workload.sharded]`), which the resolver checks and fills in beside the ensemble's knobs
+//! (`hosted::Knobs`); it runs as its [`SimRecipe`](crate::custom::SimRecipe) (`hosted`) under
+//! the one host a user's recipe runs under, judged as every run is.
 
 use std::sync::Arc;
 
 use zkh_model::properties::Class;
-use zkh_recipes::elastic_job::JobVariant;
-use zkh_recipes::election::ElectionVariant;
-use zkh_recipes::latch::LatchVariant;
-use zkh_recipes::lock::LockVariant;
-use zkh_recipes::master::MasterVariant;
 use zkh_sim::local_expiry::LocalExpiry;
 
-use super::{typed, variants, ELECTION, JOB, LATCH, LOCK, MASTER};
+use super::{variants, ELECTION, JOB, LATCH, LOCK, MASTER};
 use crate::scenario::{OwnWorkload, PhaseDefaults, Problem, PropertyInfo, Registration};
 
 /// The five built-in recipes' registrations.
@@ -144,35 +138,19 @@ impl OwnWorkload for Workload {
 
     #[cfg(madsim)]
     fn run(&self, scenario: &crate::scenario::Resolved, seed: u64) -> crate::runner::RunResult {
-        super::run::run(Typed::of(self.name, &scenario.variant), scenario, seed)
-    }
-}
-
-/// A built-in recipe with its variant, typed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Typed {
-    /// The lock.
-    Lock(LockVariant),
-    /// The latch.
-    Latch(LatchVariant),
-    /// The job election.
-    Election(ElectionVariant),
-    /// The book's master election.
-    Master(MasterVariant),
-    /// The sharded job.
-    Job(JobVariant),
-}
-
-impl Typed {
-    /// Built-in recipe `name` with `variant`, one of its variants.
-    #[cfg_attr(not(madsim), allow(dead_code))]
-    fn of(name: &str, variant: &str) -> Typed {
-        match name {
-            LOCK => Typed::Lock(typed(variant)),
-            LATCH => Typed::Latch(typed(variant)),
-            ELECTION => Typed::Election(typed(variant)),
-            MASTER => Typed::Master(typed(variant)),
-            JOB => Typed::Job(typed(variant)),
+        use super::hosted::StockUnderLock;
+        use super::hosted::{JobElection, Knobs, Latch, Master, ScheduledJob, ShardedJob};
+        use crate::custom::host::run_resolved;
+        let variant = (variants(self.name).iter())
+            .find(|variant| **variant == scenario.variant)
+            .unwrap_or_else(|| panic!("{} has no variant {:?}", self.name, scenario.variant));
+        let knobs = &Knobs::of(scenario);
+        match self.name {
+            LOCK => run_resolved::<StockUnderLock>(scenario, variant, knobs, seed),
+            LATCH => run_resolved::<ScheduledJob<Latch>>(scenario, variant, knobs, seed),
+            ELECTION => run_resolved::<ScheduledJob<JobElection>>(scenario, variant, knobs, seed),
+            MASTER => run_resolved::<ScheduledJob<Master>>(scenario, variant, knobs, seed),
+            JOB => run_resolved::<ShardedJob>(scenario, variant, knobs, seed),
             other => unreachable!("{other} is not a built-in recipe"),
         }
     }

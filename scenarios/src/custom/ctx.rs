@@ -1,6 +1,10 @@
 //! What a recipe's client process gets from the host: its client, its seeded random stream,
-//! simulated time, and the history to record what it did.
+//! simulated time, the history to record what it did, more tasks on its node, the state the
+//! run's processes share outside ZooKeeper, and the moment every process had started.
 
+use std::any::{Any, TypeId};
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use rand_chacha::ChaCha8Rng;
@@ -15,33 +19,129 @@ pub type Client = zkh_sim::SimClient;
 #[cfg(not(madsim))]
 pub type Client = zkh_model::MemoryClient;
 
+/// What the host hands every client process of one run alike.
+#[derive(Clone)]
+pub(crate) struct RunShared {
+    /// The run's seed.
+    pub(crate) seed: u64,
+    /// The history.
+    pub(crate) history: Arc<Mutex<History>>,
+    /// The simulated network (its clock).
+    #[cfg(madsim)]
+    pub(crate) net: Arc<zkh_sim::net::Net>,
+    /// State the processes share, one per type ([`ClientCtx::shared`]).
+    state: Arc<Mutex<BTreeMap<TypeId, Arc<dyn Any + Send + Sync>>>>,
+    /// What each client's recipe knows of its own ephemeral nodes ([`ClientCtx::knows`]).
+    pub(crate) knowledge: Arc<Mutex<Vec<(u32, zkh_recipes::driver::Knowledge)>>>,
+    /// The moment every process had started, once it has come.
+    pub(crate) started: zkh_sim::moment::Moment,
+}
+
+impl RunShared {
+    /// What the clients of the run of `seed` share (the host announces on `started` the moment
+    /// every process has started).
+    #[cfg(madsim)]
+    pub(crate) fn new(
+        seed: u64,
+        history: Arc<Mutex<History>>,
+        net: Arc<zkh_sim::net::Net>,
+    ) -> Self {
+        RunShared {
+            seed,
+            history,
+            net,
+            state: Arc::default(),
+            knowledge: Arc::default(),
+            started: zkh_sim::moment::Moment::new(),
+        }
+    }
+}
+
+/// A task of a client process, spawned on its node.
+pub(crate) type Spawn = Arc<dyn Fn(super::ClientRun) + Send + Sync>;
+
 /// One client process's view of the run (see the module docs of `custom` on determinism).
 pub struct ClientCtx {
     id: u32,
     client: Arc<Client>,
     rng: ChaCha8Rng,
-    history: Arc<Mutex<History>>,
-    #[cfg(madsim)]
-    net: Arc<zkh_sim::net::Net>,
+    run: RunShared,
+    spawn: Spawn,
 }
 
 impl ClientCtx {
-    /// A context for client `id` (the host makes these).
-    #[cfg(madsim)]
+    /// A context for client `id` of the run `run`, whose tasks `spawn` starts on its node (the
+    /// host makes these).
+    #[cfg_attr(not(madsim), allow(dead_code))]
     pub(crate) fn new(
         id: u32,
         client: Arc<Client>,
         rng: ChaCha8Rng,
-        history: Arc<Mutex<History>>,
-        net: Arc<zkh_sim::net::Net>,
+        run: RunShared,
+        spawn: Spawn,
     ) -> Self {
         ClientCtx {
             id,
             client,
             rng,
-            history,
-            net,
+            run,
+            spawn,
         }
+    }
+
+    /// The run's seed (its random streams are [`rng`](Self::rng)'s to draw from; this is for
+    /// names that must differ from run to run, as a lock node's unique prefix).
+    pub fn seed(&self) -> u64 {
+        self.run.seed
+    }
+
+    /// Runs `task` as another task of this client process: it starts now, beside the one the
+    /// host spawned ([`SimRecipe::client`](super::SimRecipe::client)'s), and stops with the
+    /// process when it crashes or the run ends. A recipe's driver is one (`zkh_recipes::driver`).
+    pub fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        (self.spawn)(Box::pin(task));
+    }
+
+    /// State the run's client processes share outside ZooKeeper, one per type `T` (the
+    /// resource a leader writes to, the stock the lock's holders sell): the run's first call
+    /// makes it with `make`, every later call, any client's, gets the same. A fresh run starts
+    /// with none.
+    pub fn shared<T: Send + 'static>(&self, make: impl FnOnce() -> T) -> Arc<Mutex<T>> {
+        let mut state = self.run.state.lock().expect("the shared state's lock");
+        let entry = state
+            .entry(TypeId::of::<Mutex<T>>())
+            .or_insert_with(|| Arc::new(Mutex::new(make())) as Arc<dyn Any + Send + Sync>);
+        Arc::clone(entry)
+            .downcast::<Mutex<T>>()
+            .unwrap_or_else(|_| unreachable!("the state of a type is kept under its own id"))
+    }
+
+    /// Declares what this client's recipe knows of its own ephemeral nodes (the recipes' driver
+    /// keeps it: `Handle::knowledge`), so that the host judges "claims are owned" and "no
+    /// orphaned ephemerals" on it when the run ends (a crashed process's is left out).
+    pub fn knows(&self, knowledge: zkh_recipes::driver::Knowledge) {
+        let mut known = self.run.knowledge.lock().expect("the knowledge's lock");
+        known.push((self.id, knowledge));
+    }
+
+    /// Waits until every client process of the run has connected and been started, and gives
+    /// that moment, in simulated microseconds since the run started: the run's origin (as a
+    /// cron's cycles count from it), which properties see as
+    /// [`Moments::started_us`](super::Moments::started_us).
+    pub async fn every_client_started_us(&self) -> u64 {
+        self.run.started.wait_us().await
+    }
+
+    /// The history (the built-ins' applications record into it directly).
+    #[cfg(madsim)]
+    pub(crate) fn history(&self) -> &Arc<Mutex<History>> {
+        &self.run.history
+    }
+
+    /// The simulated network (the built-ins' applications read its clock).
+    #[cfg(madsim)]
+    pub(crate) fn net(&self) -> &Arc<zkh_sim::net::Net> {
+        &self.run.net
     }
 
     /// This client process's number, from 0 (the scenario's faults name clients by it).
@@ -66,7 +166,7 @@ impl ClientCtx {
 
     fn now_us(&self) -> u64 {
         #[cfg(madsim)]
-        return self.net.now_us();
+        return self.run.net.now_us();
         #[cfg(not(madsim))]
         0
     }
@@ -83,9 +183,10 @@ impl ClientCtx {
     /// side effect on a resource, a role taken or given up), for its properties to judge.
     pub fn record(&self, event: HistoryEvent) {
         #[cfg(madsim)]
-        zkh_sim::workload::record(&self.history, &self.net, event);
+        zkh_sim::workload::record(&self.run.history, &self.run.net, event);
         #[cfg(not(madsim))]
-        self.history
+        self.run
+            .history
             .lock()
             .expect("the history's lock")
             .push(self.now_us(), event);

@@ -1,12 +1,16 @@
-//! The simulator's generic host of a user's recipe: one seed of one scenario, as the built-in
-//! workloads run theirs. It starts the ensemble, connects each client process and spawns the
-//! recipe's [`SimRecipe::client`] on it, runs the fault phase, heals, runs the liveness phase,
-//! and judges the recipe's properties and ZooKeeper's guarantees on the history.
+//! The simulator's one host of a recipe, a user's or a built-in: one seed of one scenario. It
+//! starts the ensemble, connects each client process in turn (awaiting the recipe's
+//! [`SimRecipe::prepare`] after the first connects) and spawns the recipe's
+//! [`SimRecipe::client`] on it, runs the fault phase, heals, runs the liveness phase, and judges
+//! the recipe's properties, what the clients knew of their ephemeral nodes, and ZooKeeper's
+//! guarantees on the history.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use zkh_model::properties::{sometimes, Class, Finding};
+use zkh_model::claims::claims_at_end;
+use zkh_model::orphans::orphans_at_end;
+use zkh_model::properties::{sometimes, wakeups, Class, Finding};
 use zkh_model::History;
 use zkh_sim::cluster::Cluster;
 use zkh_sim::run::try_run_seed;
@@ -14,8 +18,9 @@ use zkh_sim::seed::{sub_rng, Subsystem};
 use zkh_sim::server::ServerDefects;
 use zkh_sim::workload::ensemble;
 
-use super::{ClientCtx, SimRecipe};
-use crate::report::{FindingRecord, Outcome};
+use super::ctx::{RunShared, Spawn};
+use super::{ClientCtx, Moments, SimRecipe};
+use crate::report::{FindingRecord, Herd, Outcome};
 use crate::runner::{verdict, RunResult, TIME_LIMIT_S};
 use crate::scenario::Resolved;
 
@@ -42,30 +47,55 @@ async fn host<R: SimRecipe>(
     };
     let mut cluster = Cluster::start(seed, cluster_config).await;
     cluster.arm_triggers(&shape.faults.triggered);
+    let net = Arc::clone(cluster.net());
+    let run = RunShared::new(seed, cluster.history_handle(), Arc::clone(&net));
     for id in 0..shape.clients {
-        let client = cluster
-            .add_client(id, shape.session_timeout_ms, true)
-            .await
-            .expect("a client connects to a healthy ensemble");
-        let ctx = ClientCtx::new(
-            id,
-            Arc::new(client),
-            sub_rng(seed, Subsystem::App(id)),
-            cluster.history_handle(),
-            Arc::clone(cluster.net()),
+        let client = Arc::new(
+            (cluster.add_client(id, shape.session_timeout_ms, true).await)
+                .expect("a client connects to a healthy ensemble"),
         );
+        if id == 0 {
+            R::prepare(&config, Arc::clone(&client)).await;
+        }
+        let node = cluster.client_node(id);
+        let spawn: Spawn = Arc::new(move |task| drop(node.spawn(task)));
+        let rng = sub_rng(seed, Subsystem::App(id));
+        let ctx = ClientCtx::new(id, client, rng, run.clone(), spawn);
         cluster.spawn_on_client(id, R::client(variant, &config, ctx));
     }
+    let started_us = net.now_us();
+    run.started.announce(started_us);
     cluster.run_faults(&shape.faults, shape.fault_ms).await;
     cluster.heal();
+    let healed_us = net.now_us();
     zkh_sim::clock::sleep(Duration::from_millis(shape.liveness_ms)).await;
+    let moments = Moments {
+        started_us,
+        healed_us,
+        ended_us: net.now_us(),
+    };
     let history = cluster.history();
     let properties = R::properties(&config);
     let mut findings: Vec<Finding> = (properties.iter())
-        .map(|property| property.judge(&history))
+        .map(|property| property.judge(&history, &moments))
         .collect();
     findings.push(sometimes::reply_lost(&history));
-    let guarantees = crate::runner::guarantees(&history, &cluster.commit_logs());
+    let logs = cluster.commit_logs();
+    // What each live client knew of its own ephemeral nodes, judged against the servers' final
+    // states (a crashed process's is left out), for a recipe whose clients say (`ctx.knows`).
+    let declared = run.knowledge.lock().expect("the knowledge's lock").clone();
+    if !declared.is_empty() {
+        let known: Vec<_> = (declared.iter())
+            .filter(|(id, _)| !cluster.client_crashed(*id))
+            .map(|(id, knowledge)| (*id, knowledge.get()))
+            .collect();
+        findings.extend(claims_at_end(&history, &logs.finals, &known));
+        findings.extend(orphans_at_end(&history, &logs.finals, &known));
+    }
+    if reaps_containers(&shape) {
+        findings.push(zkh_model::guarantees::container_reaped(&logs));
+    }
+    let guarantees = crate::runner::guarantees(&history, &logs);
     Ran {
         history,
         findings,
@@ -77,10 +107,20 @@ async fn host<R: SimRecipe>(
     }
 }
 
-/// Runs `scenario`, a scenario of recipe `R` read by `zkharness`'s own reader (a registered
-/// recipe), for `seed` with `variant` and `config`: the run's result as the built-in runner gives
-/// it, judging the properties the scenario names (by default every `always` and `eventually`
-/// property of the recipe) and every `sometimes` one.
+/// Whether `scenario` has the leader reap containers: a `reap-containers` fault, or a check
+/// interval shorter than the run. Only then is "a container was reaped" reported.
+fn reaps_containers(scenario: &Resolved) -> bool {
+    let plan = &scenario.faults;
+    let scripted = plan.scripted.iter().map(|s| &s.fault);
+    let mut faults = scripted.chain(plan.triggered.iter().map(|t| &t.fault));
+    let run_ms = scenario.fault_ms + scenario.liveness_ms;
+    faults.any(|fault| *fault == zkh_sim::fault::Fault::ReapContainers)
+        || scenario.container_check_interval_ms < run_ms
+}
+
+/// Runs `scenario`, a scenario of recipe `R` (a registered recipe or a built-in), for `seed`
+/// with `variant` and `config`: the run's result, judging the properties the scenario names (by
+/// default every `always` and `eventually` property of the recipe) and every `sometimes` one.
 pub(crate) fn run_resolved<R: SimRecipe>(
     scenario: &Resolved,
     variant: &'static str,
@@ -126,8 +166,8 @@ pub(crate) fn run_resolved<R: SimRecipe>(
         faults_not_fired: ran.faults_not_fired,
         simulated_ms: ran.history.entries().last().map_or(0, |e| e.at_us / 1000),
         trace: ran.history.stable_hash(),
+        herd: R::queue_dir(config).map(|dir| Herd::of(&wakeups(&ran.history, dir))),
         history: ran.history,
-        herd: None,
     }
 }
 

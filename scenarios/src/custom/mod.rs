@@ -38,19 +38,22 @@
 //!
 //! # The built-ins
 //!
-//! The five built-in recipes are registrations in the same registries (`crate::builtins`): a
-//! scenario's `recipe = "..."` and the model checker's command line find them by the same
-//! lookup as a user's, with the same error listing the names when none matches.
+//! The five built-in recipes are `SimRecipe`s too (`crate::builtins`), run by the same host as
+//! a user's, and registered in the same registries: a scenario's `recipe = "..."` and the model
+//! checker's command line find them by the same lookup as a user's, with the same error listing
+//! the names when none matches. Their knobs are their own application tables
+//! (`[workload.stock]`, `[workload.leader_job]`, `[workload.sharded]`) rather than
+//! `[workload.config]`.
 //!
 //! # Not yet
 //!
 //! An async recipe does not run in the model checker (it has no machine to explore). The
-//! built-ins implement the registries' traits directly, not [`SimRecipe`]: their simulator
-//! workloads and application tables are their own. The guide is `docs/your-recipe.md`.
+//! built-ins' model-checker workloads are the model's own (`zkh_model::check`), registered by
+//! name, not [`MachineRecipe`]s. The guide is `docs/your-recipe.md`.
 
 mod ctx;
 #[cfg(madsim)]
-mod host;
+pub(crate) mod host;
 mod machined;
 pub mod model;
 mod property;
@@ -62,6 +65,7 @@ pub mod test;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
@@ -69,7 +73,7 @@ pub use crate::known_bad::KnownBad;
 pub use ctx::{Client, ClientCtx};
 pub use machined::{MachineRecipe, Machined, NoKnobs};
 pub use model::{model, ModelCheck, ModelVerdict};
-pub use property::{Property, Violation};
+pub use property::{Moments, Property, Violation};
 pub use registration::register;
 pub(crate) use registration::register_crates_own;
 #[cfg(madsim)]
@@ -120,6 +124,22 @@ pub trait SimRecipe: Send + Sync + 'static {
 
     /// The properties judged on each run's history.
     fn properties(config: &Self::Config) -> Vec<Property>;
+
+    /// What the deployment makes before any client process starts (the parent nodes its
+    /// recipe takes to exist), with the first client's connection: the host awaits it after
+    /// that client connects and before it spawns the first [`client`](Self::client). None by
+    /// default.
+    fn prepare(config: &Self::Config, client: Arc<Client>) -> ClientRun {
+        let _ = (config, client);
+        Box::pin(async {})
+    }
+
+    /// Where the recipe's clients queue for their turn (a lock's directory), if they do: a run's
+    /// report then counts the waiters each change there woke (the herd). None by default.
+    fn queue_dir(config: &Self::Config) -> Option<&'static str> {
+        let _ = config;
+        None
+    }
 
     /// Refuses a configuration the recipe cannot run (a knob out of its range), before any
     /// run: the scenario's error names the file, the line and column of `[workload.config]`'s

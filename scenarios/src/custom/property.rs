@@ -34,8 +34,21 @@ impl Violation {
     }
 }
 
-/// How a property is judged: the run's history in, a finding out.
-type Judge = Arc<dyn Fn(&History) -> Finding + Send + Sync>;
+/// The moments of a run a property may be judged against, in simulated microseconds since the
+/// run started (the history's clock).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Moments {
+    /// Every client process had connected and been started
+    /// ([`ClientCtx::every_client_started_us`](super::ClientCtx::every_client_started_us)).
+    pub started_us: u64,
+    /// The faults were healed: the liveness phase began (an `eventually` property's clock).
+    pub healed_us: u64,
+    /// The run ended.
+    pub ended_us: u64,
+}
+
+/// How a property is judged: the run's history and its moments in, a finding out.
+type Judge = Arc<dyn Fn(&History, &Moments) -> Finding + Send + Sync>;
 
 /// One property of a recipe, judged on every run's history.
 #[derive(Clone)]
@@ -66,7 +79,7 @@ impl Property {
         explanation: &'static str,
         check: impl Fn(&History) -> Result<String, Violation> + Send + Sync + 'static,
     ) -> Self {
-        let judge = move |history: &History| match check(history) {
+        let judge = move |history: &History, _: &Moments| match check(history) {
             Ok(summary) => Finding::new(name, class, None, || summary),
             Err(violation) => Finding::new(name, class, Some(violation.detail), String::new)
                 .with_evidence(history, violation.evidence),
@@ -116,6 +129,18 @@ impl Property {
         explanation: &'static str,
         judge: impl Fn(&History) -> Finding + Send + Sync + 'static,
     ) -> Self {
+        Property::timed(name, class, explanation, move |history, _| judge(history))
+    }
+
+    /// A property judged against the run's [`Moments`] too (a leader elected within a bound of
+    /// the heal; a job's cycles counted from the start), giving a [`Finding`] as
+    /// [`from_finding`](Self::from_finding)'s judge does.
+    pub fn timed(
+        name: &'static str,
+        class: Class,
+        explanation: &'static str,
+        judge: impl Fn(&History, &Moments) -> Finding + Send + Sync + 'static,
+    ) -> Self {
         Property {
             name,
             class,
@@ -124,8 +149,8 @@ impl Property {
         }
     }
 
-    /// Its finding on `history`.
-    pub fn judge(&self, history: &History) -> Finding {
-        (self.judge)(history)
+    /// Its finding on `history`, a run with `moments`.
+    pub fn judge(&self, history: &History, moments: &Moments) -> Finding {
+        (self.judge)(history, moments)
     }
 }
