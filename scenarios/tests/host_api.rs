@@ -2,8 +2,8 @@
 //! call", that needs it and a run that fails without it: the deployment's parent node made
 //! before any process starts (`SimRecipe::prepare`), another task of the same process
 //! (`ClientCtx::spawn`), state the processes share (`ClientCtx::shared`), the moment every
-//! process had started (`ClientCtx::every_client_started_us`), and a property judged against
-//! the run's moments (`Property::timed`).
+//! process had started (`ClientCtx::every_client_started_us`), the driver's clock
+//! (`ClientCtx::clock`), and a property judged against the run's moments (`Property::timed`).
 //!
 //! Each process answers the roll call: a task of its own (spawned) adds it to a tally the run's
 //! processes share; once every process has started, it waits a little, creates its ephemeral
@@ -57,7 +57,10 @@ impl SimRecipe for RollCall {
         });
         Box::pin(async move {
             let started_us = ctx.every_client_started_us().await;
-            ctx.sleep_ms(100).await;
+            // The driver's clock is simulated time too: a real timer would need a runtime
+            // the simulation does not have.
+            let (_, pause) = ctx.clock().sleep(100);
+            pause.await;
             let path = format!("{PARENT}/client{}", ctx.id());
             if ctx
                 .client()

@@ -114,7 +114,7 @@ impl SimRecipe for StockUnderLock {
             let id = ctx.id();
             let (lock, driver) = zkh_recipes::lock::Lock::start(
                 Arc::clone(ctx.client()),
-                Arc::new(zkh_sim::clock::SimClock),
+                ctx.clock(),
                 super::typed(variant),
                 zkh_sim::paths::LOCK_DIR,
                 &format!("client{id}-{:x}", ctx.seed()),
@@ -286,8 +286,7 @@ impl SimRecipe for ShardedJob {
             let (instance, items) = (format!("client{id}"), knobs.items);
             let uuid = format!("{instance}-{:x}", ctx.seed());
             let machine = JobMachine::new(super::typed(variant), JOB, &instance, &uuid, items);
-            let clock = Arc::new(zkh_sim::clock::SimClock);
-            let (job, driver) = JobInstance::start(Arc::clone(ctx.client()), clock, machine);
+            let (job, driver) = JobInstance::start(Arc::clone(ctx.client()), ctx.clock(), machine);
             ctx.spawn(async move {
                 driver.await;
             });

@@ -171,6 +171,16 @@ impl ClientCtx {
         0
     }
 
+    /// The clock to run a machine under the recipes' driver with (`zkh_recipes::driver::start`,
+    /// `Lock::start`, ...): simulated time, as [`sleep_ms`](Self::sleep_ms)'s. (In the normal
+    /// build, where nothing runs a recipe, tokio's.)
+    pub fn clock(&self) -> Arc<dyn zkh_recipes::driver::Clock> {
+        #[cfg(madsim)]
+        return Arc::new(zkh_sim::clock::SimClock);
+        #[cfg(not(madsim))]
+        Arc::new(zkh_recipes::real::TokioClock)
+    }
+
     /// Waits `ms` simulated milliseconds.
     pub async fn sleep_ms(&self, ms: u64) {
         #[cfg(madsim)]

@@ -114,8 +114,7 @@ async fn run_client<W: MachineRecipe>(workload: W, ctx: ClientCtx) {
     }
     let id = ctx.id();
     let (machine, mut app, first) = workload.client(id as usize);
-    let clock: Arc<dyn driver::Clock> = Arc::new(zkh_sim::clock::SimClock);
-    let (handle, driver) = driver::start(client, clock, machine);
+    let (handle, driver) = driver::start(client, ctx.clock(), machine);
     drop(zkh_sim::cluster::spawn_beside(async move {
         driver.await;
     }));
