@@ -4,7 +4,7 @@
 //!
 //! - **The lock** (`StockUnderLock`): each client sells from a shared stock under Curator's
 //!   `InterProcessMutex` (`zkh_sim::workload::sell_under_lock`).
-//! - **The latch, the job election and the book's master** (`ScheduledJob<K>`): each client
+//! - **The latch, the job election and the book's master** (`ElectedJob<K>`): each client
 //!   runs the election (`zkh_sim::workload::start_election`), and its leader runs a job on a
 //!   shared fenced resource (`zkh_sim::workload::lead`); the master's parent node is made before
 //!   any participant runs ([`SimRecipe::prepare`]).
@@ -17,6 +17,7 @@
 //! and fills in: [`Knobs::of`] takes them from the resolved scenario.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use zkh_model::properties::{self, explanation, sometimes, Class, Finding};
@@ -108,27 +109,24 @@ impl SimRecipe for StockUnderLock {
     type Config = Knobs;
 
     fn client(variant: &'static str, knobs: &Knobs, ctx: ClientCtx) -> ClientRun {
-        {
-            use std::sync::Arc;
-            use zkh_sim::workload::{sell_under_lock, Stock};
-            let id = ctx.id();
-            let (lock, driver) = zkh_recipes::lock::Lock::start(
-                Arc::clone(ctx.client()),
-                ctx.clock(),
-                super::typed(variant),
-                zkh_sim::paths::LOCK_DIR,
-                &format!("client{id}-{:x}", ctx.seed()),
-            );
-            ctx.spawn(async move {
-                driver.await;
-            });
-            ctx.knows(lock.knowledge());
-            let stock = ctx.shared(|| Stock::new(knobs.initial_units));
-            let (history, net) = (Arc::clone(ctx.history()), Arc::clone(ctx.net()));
-            let fencing = knobs.fencing();
-            let sell = sell_under_lock(id, lock, history, net, stock, fencing, knobs.critical_ms);
-            Box::pin(sell)
-        }
+        use zkh_sim::workload::{sell_under_lock, Stock};
+        let id = ctx.id();
+        let (lock, driver) = zkh_recipes::lock::Lock::start(
+            Arc::clone(ctx.client()),
+            ctx.clock(),
+            super::typed(variant),
+            zkh_sim::paths::LOCK_DIR,
+            &format!("client{id}-{:x}", ctx.seed()),
+        );
+        ctx.spawn(async move {
+            driver.await;
+        });
+        ctx.knows(lock.knowledge());
+        let stock = ctx.shared(|| Stock::new(knobs.initial_units));
+        let (history, net) = (Arc::clone(ctx.history()), Arc::clone(ctx.net()));
+        let fencing = knobs.fencing();
+        let sell = sell_under_lock(id, lock, history, net, stock, fencing, knobs.critical_ms);
+        Box::pin(sell)
     }
 
     fn properties(knobs: &Knobs) -> Vec<Property> {
@@ -162,7 +160,7 @@ impl SimRecipe for StockUnderLock {
     }
 }
 
-/// Which election a [`ScheduledJob`] runs.
+/// Which election an [`ElectedJob`] runs.
 pub(crate) trait Election: Send + Sync + 'static {
     /// The recipe's name.
     const NAME: &'static str;
@@ -207,36 +205,33 @@ impl Election for Master {
 }
 
 /// A scheduled job whose leader election `K` elects.
-pub(crate) struct ScheduledJob<K>(PhantomData<fn() -> K>);
+pub(crate) struct ElectedJob<K>(PhantomData<fn() -> K>);
 
-impl<K: Election> SimRecipe for ScheduledJob<K> {
+impl<K: Election> SimRecipe for ElectedJob<K> {
     const NAME: &'static str = K::NAME;
     const VARIANTS: &'static [&'static str] = variants(K::NAME);
     type Config = Knobs;
 
     fn client(variant: &'static str, knobs: &Knobs, ctx: ClientCtx) -> ClientRun {
-        {
-            use std::sync::Arc;
-            use zkh_recipes::fencing::FencedResource;
-            use zkh_sim::workload::{lead, start_election, ScheduledJob};
-            let id = ctx.id();
-            let client = Arc::clone(ctx.client());
-            let (recipe, reconcile_ms) = (K::recipe(variant), knobs.reconcile_interval_ms);
-            let mut elected = start_election(id, ctx.seed(), client, recipe, reconcile_ms);
-            ctx.spawn(std::mem::replace(&mut elected.task, Box::pin(async {})));
-            ctx.knows(elected.knowledge.clone());
-            let resource = ctx.shared(FencedResource::new);
-            let (history, net) = (Arc::clone(ctx.history()), Arc::clone(ctx.net()));
-            let job = ScheduledJob {
-                fencing: knobs.fencing(),
-                interval_ms: knobs.job_interval_ms,
-            };
-            Box::pin(lead(id, elected, history, net, resource, job))
-        }
+        use zkh_recipes::fencing::FencedResource;
+        use zkh_sim::workload::{lead, start_election, ScheduledJob};
+        let id = ctx.id();
+        let client = Arc::clone(ctx.client());
+        let (recipe, reconcile_ms) = (K::recipe(variant), knobs.reconcile_interval_ms);
+        let mut elected = start_election(id, ctx.seed(), client, recipe, reconcile_ms);
+        ctx.spawn(std::mem::replace(&mut elected.task, Box::pin(async {})));
+        ctx.knows(elected.knowledge.clone());
+        let resource = ctx.shared(FencedResource::new);
+        let (history, net) = (Arc::clone(ctx.history()), Arc::clone(ctx.net()));
+        let job = ScheduledJob {
+            fencing: knobs.fencing(),
+            interval_ms: knobs.job_interval_ms,
+        };
+        Box::pin(lead(id, elected, history, net, resource, job))
     }
 
     /// The book's master: its parent node, before any participant runs.
-    fn prepare(_: &Knobs, client: std::sync::Arc<crate::custom::Client>) -> ClientRun {
+    fn prepare(_: &Knobs, client: Arc<crate::custom::Client>) -> ClientRun {
         match K::NAME {
             MASTER => Box::pin(async move { zkh_sim::master::create_parent(&client).await }),
             _ => Box::pin(async {}),
@@ -278,35 +273,32 @@ impl SimRecipe for ShardedJob {
     type Config = Knobs;
 
     fn client(variant: &'static str, knobs: &Knobs, ctx: ClientCtx) -> ClientRun {
-        {
-            use std::sync::Arc;
-            use zkh_recipes::elastic_job::{JobInstance, JobMachine};
-            use zkh_sim::sharded::{cron, record_reports, JOB};
-            let id = ctx.id();
-            let (instance, items) = (format!("client{id}"), knobs.items);
-            let uuid = format!("{instance}-{:x}", ctx.seed());
-            let machine = JobMachine::new(super::typed(variant), JOB, &instance, &uuid, items);
-            let (job, driver) = JobInstance::start(Arc::clone(ctx.client()), ctx.clock(), machine);
-            ctx.spawn(async move {
-                driver.await;
-            });
-            // Its registrations (what each instance stands on); the job's machine names no
-            // other node it knows, so the orphan check passes it by, as in the model checker.
-            ctx.knows(job.knowledge());
-            let job = Arc::new(job);
-            let (history, net) = (Arc::clone(ctx.history()), Arc::clone(ctx.net()));
-            ctx.spawn(record_reports(
-                id,
-                Arc::clone(&job),
-                history,
-                Arc::clone(&net),
-            ));
-            let interval_ms = knobs.cycle_interval_ms;
-            Box::pin(async move {
-                let origin_us = ctx.every_client_started_us().await;
-                cron(job, net, origin_us, interval_ms).await;
-            })
-        }
+        use zkh_recipes::elastic_job::{JobInstance, JobMachine};
+        use zkh_sim::sharded::{cron, record_reports, JOB};
+        let id = ctx.id();
+        let (instance, items) = (format!("client{id}"), knobs.items);
+        let uuid = format!("{instance}-{:x}", ctx.seed());
+        let machine = JobMachine::new(super::typed(variant), JOB, &instance, &uuid, items);
+        let (job, driver) = JobInstance::start(Arc::clone(ctx.client()), ctx.clock(), machine);
+        ctx.spawn(async move {
+            driver.await;
+        });
+        // Its registrations (what each instance stands on); the job's machine names no
+        // other node it knows, so the orphan check passes it by, as in the model checker.
+        ctx.knows(job.knowledge());
+        let job = Arc::new(job);
+        let (history, net) = (Arc::clone(ctx.history()), Arc::clone(ctx.net()));
+        ctx.spawn(record_reports(
+            id,
+            Arc::clone(&job),
+            history,
+            Arc::clone(&net),
+        ));
+        let interval_ms = knobs.cycle_interval_ms;
+        Box::pin(async move {
+            let origin_us = ctx.every_client_started_us().await;
+            cron(job, net, origin_us, interval_ms).await;
+        })
     }
 
     fn properties(knobs: &Knobs) -> Vec<Property> {

@@ -139,7 +139,7 @@ impl OwnWorkload for Workload {
     #[cfg(madsim)]
     fn run(&self, scenario: &crate::scenario::Resolved, seed: u64) -> crate::runner::RunResult {
         use super::hosted::StockUnderLock;
-        use super::hosted::{JobElection, Knobs, Latch, Master, ScheduledJob, ShardedJob};
+        use super::hosted::{ElectedJob, JobElection, Knobs, Latch, Master, ShardedJob};
         use crate::custom::host::run_resolved;
         let variant = (variants(self.name).iter())
             .find(|variant| **variant == scenario.variant)
@@ -147,9 +147,9 @@ impl OwnWorkload for Workload {
         let knobs = &Knobs::of(scenario);
         match self.name {
             LOCK => run_resolved::<StockUnderLock>(scenario, variant, knobs, seed),
-            LATCH => run_resolved::<ScheduledJob<Latch>>(scenario, variant, knobs, seed),
-            ELECTION => run_resolved::<ScheduledJob<JobElection>>(scenario, variant, knobs, seed),
-            MASTER => run_resolved::<ScheduledJob<Master>>(scenario, variant, knobs, seed),
+            LATCH => run_resolved::<ElectedJob<Latch>>(scenario, variant, knobs, seed),
+            ELECTION => run_resolved::<ElectedJob<JobElection>>(scenario, variant, knobs, seed),
+            MASTER => run_resolved::<ElectedJob<Master>>(scenario, variant, knobs, seed),
             JOB => run_resolved::<ShardedJob>(scenario, variant, knobs, seed),
             other => unreachable!("{other} is not a built-in recipe"),
         }
