@@ -31,6 +31,9 @@ pub mod exit {
     /// A scenario did not end as its file expects for another reason: a positive control not
     /// caught, a planned fault that never fired, a replay that diverged.
     pub const UNEXPECTED: u8 = 4;
+    /// A run made no progress in simulated time (the watchdog: a recipe that loops without
+    /// waiting), or outlived its wall-time limit.
+    pub const STUCK: u8 = 5;
     /// Bad input: arguments, a scenario file, a report.
     pub const BAD_INPUT: u8 = 64;
     /// The harness itself crashed (a panic inside a run).
@@ -38,7 +41,8 @@ pub mod exit {
     /// The table as `--help` and the README print it.
     pub const TABLE: &str = "Exit codes: 0 pass (everything as expected), 1 safety violation, \
         2 liveness failure, 3 gave up at a limit, 4 not as expected (a positive control not \
-        caught, a planned fault that never fired, a replay that diverged), 64 bad input, \
+        caught, a planned fault that never fired, a replay that diverged), 5 stuck (a run that \
+        made no progress in simulated time), 64 bad input, \
         70 the harness crashed.";
 }
 
@@ -68,6 +72,18 @@ pub enum Outcome {
         /// The faults, and why each did not fire.
         faults: Vec<String>,
     },
+    /// The run made no progress in simulated time: a recipe that loops without waiting for a
+    /// timer (the watchdog ended it), or a run that outlived its wall-time limit.
+    Stuck {
+        /// What made no progress, in words.
+        reason: String,
+        /// The simulated time it was stuck at, in milliseconds.
+        at_ms: u64,
+        /// What was running.
+        running: String,
+        /// The last events of the history before it, oldest first.
+        last_events: Vec<String>,
+    },
     /// The run panicked: a bug of the harness, not a finding about the recipe.
     Crash {
         /// The panic's message.
@@ -93,6 +109,7 @@ impl Outcome {
             Outcome::Violation { .. } => exit::SAFETY,
             Outcome::Liveness { .. } => exit::LIVENESS,
             Outcome::FaultsNotFired { .. } => exit::UNEXPECTED,
+            Outcome::Stuck { .. } => exit::STUCK,
             Outcome::Crash { .. } => exit::CRASH,
         }
     }
@@ -108,6 +125,9 @@ impl Outcome {
                     "faults-not-fired ({} planned faults did not fire)",
                     faults.len()
                 )
+            }
+            Outcome::Stuck { at_ms, running, .. } => {
+                format!("stuck at {at_ms} ms: {running}")
             }
             Outcome::Crash { .. } => "crash".to_owned(),
         }

@@ -15,7 +15,7 @@
 //!
 //! The scenario runs the recipe's simulator workload with the check's resource (for a built-in,
 //! unfenced unless the check was fenced: the model judges the recipe, not fencing), with the
-//! tables its registration gives it (`cli::machines`), and expects the property the
+//! tables its registration gives it (`registry::machines`), and expects the property the
 //! model named to be violated within 10 seeds. Which client leads in the simulator depends on
 //! the seed, so a fault aimed at "the leader" lands on it for some seeds and not others.
 

@@ -3,7 +3,10 @@
 //! Each seed runs on a fresh OS thread with its own madsim runtime seeded with the seed (std's
 //! hasher is seeded per thread; a fresh thread gives every seed the same start), with a limit of
 //! 600 simulated seconds. A panic inside the run, or the limit, is the harness's crash, reported
-//! as [`Outcome::Crash`] and never as a finding about the recipe.
+//! as [`Outcome::Crash`] and never as a finding about the recipe. A run that makes no progress in
+//! simulated time (the simulator's watchdog, `zkh_sim::watchdog`), or takes more than
+//! [`WALL_LIMIT_S`] seconds of wall time (`ZKH_WALL_LIMIT_S` says otherwise), is
+//! [`Outcome::Stuck`], with what was running and the last events.
 //!
 //! The outcome: the first violated `always` property among those the scenario judges, else the
 //! first violated `eventually` one, else [`Outcome::FaultsNotFired`] if a planned fault did not
@@ -25,6 +28,17 @@ use crate::scenario::{Loaded, Resolved};
 
 /// The simulated time a run may take before the harness calls it a crash.
 pub const TIME_LIMIT_S: u64 = 600;
+
+/// The wall time a seed may take before it is stuck, unless `ZKH_WALL_LIMIT_S` says (a seed of
+/// the catalogue takes milliseconds).
+pub const WALL_LIMIT_S: u64 = 300;
+
+/// The wall-time limit of one seed: `ZKH_WALL_LIMIT_S`, or [`WALL_LIMIT_S`].
+pub fn wall_limit() -> std::time::Duration {
+    let given = std::env::var("ZKH_WALL_LIMIT_S").ok();
+    let seconds = given.and_then(|text| text.parse::<u64>().ok());
+    std::time::Duration::from_secs(seconds.filter(|s| *s > 0).unwrap_or(WALL_LIMIT_S))
+}
 
 /// What one seed of a scenario gave.
 #[derive(Clone, Debug)]
@@ -62,6 +76,20 @@ impl RunResult {
 }
 
 impl RunResult {
+    /// A run that made no progress (see the module docs): no finding, no history.
+    pub(crate) fn stuck(seed: u64, stuck: zkh_sim::watchdog::Stuck) -> RunResult {
+        RunResult {
+            outcome: Outcome::Stuck {
+                reason: stuck.reason,
+                at_ms: stuck.at_ms,
+                running: stuck.running,
+                last_events: stuck.last_events,
+            },
+            simulated_ms: stuck.at_ms,
+            ..RunResult::crashed(seed, String::new())
+        }
+    }
+
     /// A run the harness crashed in (a panic, or the time limit): no finding, no history.
     pub(crate) fn crashed(seed: u64, message: String) -> RunResult {
         RunResult {

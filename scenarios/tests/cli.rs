@@ -1088,3 +1088,23 @@ fn a_machine_recipe_is_checked_from_the_command_line() {
         "the registered machine recipes are listed: {err}"
     );
 }
+
+/// A command that starts a real ensemble on a machine without ZooKeeper (here: without Java on
+/// the PATH) is bad input, exit 64, naming the one command that installs it; not a crash.
+#[test]
+fn a_real_ensemble_without_zookeeper_installed_exits_64_naming_the_installer() {
+    for args in [&["bench-real", "--runs", "1"][..], &["guarantees-real"][..]] {
+        let output = Command::new(env!("CARGO_BIN_EXE_zkharness"))
+            .args(args)
+            .env("PATH", "")
+            .stdin(Stdio::null())
+            .output()
+            .expect("zkharness runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(64), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("scripts/test-deps installs it"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

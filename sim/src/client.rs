@@ -710,6 +710,7 @@ impl SimClient {
         watch: Option<(WatchClass, String)>,
     ) -> Result<ReplyReceiver, ZkError> {
         let shared = &self.shared;
+        crate::watchdog::note_request(shared.id);
         let now = now();
         let mut state = shared.lock();
         let server = match state.conn {

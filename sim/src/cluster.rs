@@ -137,6 +137,7 @@ impl Cluster {
         );
         let net = Net::new(sub_rng(seed, Subsystem::Network), config.latency_us.clone());
         let history = Arc::new(Mutex::new(History::new()));
+        crate::watchdog::arm(Arc::clone(&history));
         let server_config = ServerConfig {
             ensemble_size: config.servers,
             tick_ms: config.tick_ms,

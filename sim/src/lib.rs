@@ -14,6 +14,7 @@
 //! - `cluster`: `Cluster`, which starts an ensemble and client processes, injects faults and
 //!   heals them; `run::run_seed` runs a scenario for one seed on a fresh thread.
 //!
+//! - `watchdog`: a run that makes no progress in simulated time ends as stuck, naming what ran.
 //! - `log`: every history event is also a `tracing` event; `SimTime` stamps log lines with
 //!   the simulated clock.
 //! - `workload`, `master` and `sharded`: the recipes' workloads (stock under the lock, a
@@ -58,6 +59,8 @@ pub mod server;
 pub mod sharded;
 #[cfg(madsim)]
 pub mod standard;
+#[cfg(madsim)]
+pub mod watchdog;
 #[cfg(madsim)]
 pub mod workload;
 

@@ -2,7 +2,7 @@
 //! every command looks recipes up in, with nothing wired in elsewhere.
 //!
 //! - Their model-checker side (`models`) is one entry each in the model registry
-//!   (`cli::machines`), as a binary's machine recipes are: the model's workload of a variant
+//!   (`registry::machines`), as a binary's machine recipes are: the model's workload of a variant
 //!   (`zkh_model::check`), the default shape (the sharded job's items and cycles), and the
 //!   tables an exported counterexample's scenario needs (the leader's job, the sharded job).
 //!
@@ -23,7 +23,7 @@ use zkh_model::check::{
     JOB_ITEMS,
 };
 
-use crate::cli::machines::{JobShape, MachineEntry};
+use crate::registry::machines::{JobShape, MachineEntry};
 use crate::scenario::{LeaderJobApp, ShardedApp, WorkloadSpec};
 use crate::Recipe;
 

@@ -13,9 +13,10 @@ use zkh_model::orphans::orphans_at_end;
 use zkh_model::properties::{sometimes, wakeups, Class, Finding};
 use zkh_model::History;
 use zkh_sim::cluster::Cluster;
-use zkh_sim::run::try_run_seed;
+use zkh_sim::run::{try_run_seed_watched, SeedFailure};
 use zkh_sim::seed::{sub_rng, Subsystem};
 use zkh_sim::server::ServerDefects;
+use zkh_sim::watchdog::watched;
 use zkh_sim::workload::ensemble;
 
 use super::ctx::{RunShared, Spawn};
@@ -58,10 +59,16 @@ async fn host<R: SimRecipe>(
             R::prepare(&config, Arc::clone(&client)).await;
         }
         let node = cluster.client_node(id);
-        let spawn: Spawn = Arc::new(move |task| drop(node.spawn(task)));
+        // The watchdog counts the recipe's polls (`zkh_sim::watchdog`): a loop that yields but
+        // waits for nothing ends the run as stuck.
+        let spawn: Spawn = Arc::new(move |task| {
+            let name = format!("client {id}'s process (a task it spawned)");
+            drop(node.spawn(watched(name, task)))
+        });
         let rng = sub_rng(seed, Subsystem::App(id));
         let ctx = ClientCtx::new(id, client, rng, run.clone(), spawn);
-        cluster.spawn_on_client(id, R::client(variant, &config, ctx));
+        let name = format!("client {id}'s process (its recipe's task)");
+        cluster.spawn_on_client(id, watched(name, R::client(variant, &config, ctx)));
     }
     let started_us = net.now_us();
     run.started.announce(started_us);
@@ -129,13 +136,15 @@ pub(crate) fn run_resolved<R: SimRecipe>(
 ) -> RunResult {
     let shape = scenario.clone();
     let owned = config.clone();
-    let ran = try_run_seed(seed, TIME_LIMIT_S, move |seed| {
+    let wall_limit = Some(crate::runner::wall_limit());
+    let ran = try_run_seed_watched(seed, TIME_LIMIT_S, wall_limit, move |seed| {
         host::<R>(seed, variant, owned, shape)
     });
     let judged = |f: &Finding| scenario.properties.iter().any(|p| p == f.property);
     let ran = match ran {
         Ok(ran) => ran,
-        Err(message) => return RunResult::crashed(seed, message),
+        Err(SeedFailure::Panicked(message)) => return RunResult::crashed(seed, message),
+        Err(SeedFailure::Stuck(stuck)) => return RunResult::stuck(seed, stuck),
     };
     let outcome = verdict(
         &ran.guarantees,
@@ -178,6 +187,12 @@ pub(crate) fn outcome_text(outcome: &Outcome) -> String {
         Outcome::Violation { property, detail } => format!("VIOLATED {property}: {detail}"),
         Outcome::Liveness { property, detail } => format!("liveness {property}: {detail}"),
         Outcome::FaultsNotFired { faults } => format!("planned faults never fired: {faults:?}"),
+        Outcome::Stuck {
+            reason,
+            at_ms,
+            running,
+            ..
+        } => format!("stuck at {at_ms} ms: {reason}; running: {running}"),
         Outcome::Crash { message } => format!("the harness crashed: {message}"),
     }
 }

@@ -86,8 +86,8 @@ impl<W: MachineRecipe> SimRecipe for Machined<W> {
         W::properties()
     }
 
-    fn machine_entry() -> Option<crate::cli::machines::MachineEntry> {
-        Some(crate::cli::machines::MachineEntry::of::<W>())
+    fn machine_entry() -> Option<crate::registry::machines::MachineEntry> {
+        Some(crate::registry::machines::MachineEntry::of::<W>())
     }
 }
 

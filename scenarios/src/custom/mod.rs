@@ -153,7 +153,7 @@ pub trait SimRecipe: Send + Sync + 'static {
     /// what `check` and `explore` run for it. Not for implementing by hand: a plain async
     /// recipe has none.
     #[doc(hidden)]
-    fn machine_entry() -> Option<crate::cli::machines::MachineEntry> {
+    fn machine_entry() -> Option<crate::registry::machines::MachineEntry> {
         None
     }
 }

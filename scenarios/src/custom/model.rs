@@ -107,7 +107,7 @@ impl<W: Workload> ModelCheck<W> {
             Found::Search(v) => v.violation.as_ref().map(|v| &v.path),
             Found::Walks(v) => v.violation.as_ref().map(|v| &v.path),
         };
-        let steps = path.map(|path| crate::cli::check::replay(&model, path).1);
+        let steps = path.map(|path| crate::checker::check::replay(&model, path).1);
         ModelVerdict {
             faults: self.faults,
             clients: self.clients,

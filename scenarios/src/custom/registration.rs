@@ -1,4 +1,4 @@
-//! A [`SimRecipe`] registered in the scenario registry (`scenario::own`): the typed side of a
+//! A [`SimRecipe`] registered in the scenario registry (`registry::simulated`): the typed side of a
 //! recipe of the user's own that `zkharness`'s commands run beside the built-ins.
 //!
 //! [`register`] checks the recipe ([`registration_problem`](super::registration_problem)) and
@@ -24,7 +24,7 @@ pub fn register<R: SimRecipe>(package: &str, version: &str) -> Result<(), String
     }
     add(entry::<R>(package, version))?;
     if let Some(machine) = R::machine_entry() {
-        crate::cli::machines::register(machine);
+        crate::registry::machines::register(machine);
     }
     Ok(())
 }
@@ -43,7 +43,7 @@ pub(crate) fn entry<R: SimRecipe>(package: &str, version: &str) -> Arc<dyn Regis
 /// engines. Called once, by the registry itself.
 pub(crate) fn register_crates_own() {
     for model in crate::builtins::models() {
-        crate::cli::machines::register(model);
+        crate::registry::machines::register(model);
     }
     for registration in crate::builtins::simulated::registrations() {
         crate::scenario::insert(registration);
@@ -54,7 +54,7 @@ pub(crate) fn register_crates_own() {
         env!("CARGO_PKG_VERSION"),
     ));
     if let Some(machine) = <LockModel as SimRecipe>::machine_entry() {
-        crate::cli::machines::register(machine);
+        crate::registry::machines::register(machine);
     }
 }
 

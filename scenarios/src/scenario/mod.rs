@@ -47,15 +47,14 @@
 //! [`Resolved`] is a scenario with every default filled in and every name checked: what the
 //! runner executes and what a report records.
 
-mod own;
 mod parse;
 mod resolve;
 
 use serde::{Deserialize, Serialize};
 use zkh_sim::fault::FaultPlan;
 
-pub(crate) use own::{ensure_crates_own, insert, register};
-pub use own::{
+pub(crate) use crate::registry::simulated::{ensure_crates_own, insert, register};
+pub use crate::registry::simulated::{
     registered, registered_names, OwnWorkload, PhaseDefaults, PropertyInfo, Registration,
     ScenarioRecipe,
 };

@@ -5,8 +5,8 @@
 use serde::Serialize;
 use zkh_sim::fault::{Fault, FaultPlan, NodeRef, ServerRef};
 
-use super::own::{registered, unknown_recipe, ScenarioRecipe};
 use super::{is_a_minute, ScenarioFile, ShardedApp};
+use crate::registry::simulated::{registered, unknown_recipe, ScenarioRecipe};
 
 /// A scenario ready to run: every knob has its value.
 #[derive(Clone, Debug, PartialEq, Serialize)]

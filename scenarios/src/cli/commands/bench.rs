@@ -53,6 +53,11 @@ struct Bench {
 pub(super) fn bench(args: BenchArgs) -> ExitCode {
     let seeds = args.seeds.unwrap_or(if args.quick { 50 } else { 2000 });
     let runs = args.runs.unwrap_or(if args.quick { 1 } else { 5 });
+    if !args.sim_only {
+        if let Some(refused) = super::refuse_missing_real_ensemble() {
+            return refused;
+        }
+    }
     eprintln!("bench: the simulated failover, {seeds} seeds on one thread");
     // The first runtime pays for lazy statics: not a seed's cost.
     if let Err(message) = try_run_seed(u64::MAX, 600, latch_failover::run) {

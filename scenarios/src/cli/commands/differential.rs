@@ -69,6 +69,11 @@ struct Differential {
 }
 
 pub(super) fn differential(args: DifferentialArgs) -> ExitCode {
+    if !args.sim_only {
+        if let Some(refused) = super::refuse_missing_real_ensemble() {
+            return refused;
+        }
+    }
     let phases = Phases::default();
     let mut simulated = Side::default();
     eprintln!(

@@ -32,6 +32,9 @@ struct RealGuarantees {
 
 pub(super) fn guarantees_real(args: GuaranteesRealArgs) -> ExitCode {
     eprintln!("guarantees-real: starting a 3-server ZooKeeper ensemble on 127.0.0.1");
+    if let Some(refused) = super::refuse_missing_real_ensemble() {
+        return refused;
+    }
     let mut ensemble = match Ensemble::start(&std::env::temp_dir()) {
         Ok(ensemble) => ensemble,
         Err(message) => return fail(&message),

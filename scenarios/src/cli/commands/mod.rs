@@ -192,6 +192,28 @@ pub fn probe_client(args: ProbeClientArgs) -> ExitCode {
     }
 }
 
+/// What a real ensemble needs and this machine lacks (Debian's `zookeeper` package, which brings
+/// Java), with the one command that installs it; none when all is there.
+fn real_ensemble_missing() -> Option<String> {
+    let jar = std::path::Path::new("/usr/share/java/zookeeper.jar").exists();
+    let java = (std::env::var_os("PATH").iter())
+        .flat_map(std::env::split_paths)
+        .any(|dir| dir.join("java").is_file());
+    (!jar || !java).then(|| {
+        "a real ensemble needs Debian's zookeeper package (with Java), which is not installed: \
+         scripts/test-deps installs it (scripts/zkharness does so by itself for bench, \
+         differential and guarantees-real), or pass --sim-only"
+            .to_owned()
+    })
+}
+
+/// Exit 64 with what is missing, where a real ensemble cannot start.
+fn refuse_missing_real_ensemble() -> Option<ExitCode> {
+    let missing = real_ensemble_missing()?;
+    eprintln!("zkharness: {missing}");
+    Some(ExitCode::from(crate::report::exit::BAD_INPUT))
+}
+
 /// Writes `value` as pretty JSON, one line at the end, to `path`.
 fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> Result<(), String> {
     let text = serde_json::to_string_pretty(value).expect("a result serialises") + "\n";

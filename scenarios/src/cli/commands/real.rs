@@ -32,6 +32,9 @@ pub(super) fn bench_real(args: BenchRealArgs) -> ExitCode {
         Err(e) => return fail(&format!("cannot find this program: {e}")),
     };
     eprintln!("bench-real: starting a 3-server ZooKeeper ensemble on 127.0.0.1");
+    if let Some(refused) = super::refuse_missing_real_ensemble() {
+        return refused;
+    }
     let ensemble = match Ensemble::start(&std::env::temp_dir()) {
         Ok(ensemble) => ensemble,
         Err(message) => return fail(&message),

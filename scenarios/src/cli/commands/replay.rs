@@ -11,7 +11,6 @@ use zkh_model::HistoryEntry;
 
 use super::run::load_or_report;
 use super::ReplayArgs;
-use crate::cli::say;
 
 /// Reads a run report and the scenario it names, which must not have changed since, and whose
 /// recipe must be the one the report's run had (a recipe of the user's own: registered by the

@@ -9,7 +9,6 @@ use crate::runner::{self, RunResult};
 use crate::scenario::{self, Loaded, Resolved};
 
 use super::{repro, RunArgs};
-use crate::cli::say;
 
 /// Loads a scenario, or prints why it cannot be and gives the bad-input code.
 pub(super) fn load_or_report(path: &Path) -> Result<Loaded, ExitCode> {
@@ -117,8 +116,24 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     for fault in &result.faults_not_fired {
         say!("  NOT FIRED {fault}");
     }
-    if let crate::report::Outcome::Crash { message } = &result.outcome {
-        say!("the harness crashed: {message}");
+    match &result.outcome {
+        crate::report::Outcome::Crash { message } => say!("the harness crashed: {message}"),
+        crate::report::Outcome::Stuck {
+            reason,
+            at_ms,
+            running,
+            last_events,
+        } => {
+            say!("STUCK at {at_ms} ms of simulated time: {reason}");
+            say!("  running: {running}");
+            if !last_events.is_empty() {
+                say!("  the last events before it:");
+            }
+            for event in last_events {
+                say!("    {event}");
+            }
+        }
+        _ => {}
     }
     if let Some(dir) = &args.out {
         match runner::write_report(dir, &report(&args.scenario, &loaded, &result)) {

@@ -25,7 +25,6 @@ use zkh_sim::seed::{sub_rng, Subsystem};
 
 use super::replay::load_report;
 use super::{invocation, ShrinkArgs};
-use crate::cli::say;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Item {

@@ -23,7 +23,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::run::report;
 use super::{invocation, repro, SweepArgs};
-use crate::cli::say;
+
 use crate::runner::write_report;
 
 /// The scenario files named by `paths`: files as given, folders' `*.toml` files in name order.
@@ -236,6 +236,7 @@ pub(super) fn sweep(args: SweepArgs) -> ExitCode {
             raise(&mut tally.worst, result.outcome.exit_code());
             let property = match &result.outcome {
                 Outcome::FaultsNotFired { .. } => "faults not fired".to_owned(),
+                Outcome::Stuck { .. } => "stuck".to_owned(),
                 Outcome::Crash { .. } => "crash".to_owned(),
                 other => other.property().unwrap_or("pass").to_owned(),
             };

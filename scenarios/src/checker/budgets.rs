@@ -36,8 +36,8 @@ use zkh_model::check::{
     check_searched, walk, Limits, RecipeModel, Verdict, WalkLimits, WalkVerdict, Workload,
 };
 
-use crate::cli::check::{json_report, note_known_bad};
-use crate::cli::{say, CheckArgs, BAD_INPUT, DEFAULT_FAULTS};
+use super::check::{json_report, note_known_bad};
+use super::{CheckArgs, BAD_INPUT, DEFAULT_FAULTS};
 
 /// The fault kinds of the model, as `--faults` names them.
 pub(crate) const KINDS: [&str; 6] = [
@@ -160,14 +160,14 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
         let mut model_args = args.model.clone();
         model_args.faults = Some(budget.clone());
         let standard = (spec == STANDARD)
-            .then(|| super::machines::registered(&model_args.recipe))
+            .then(|| crate::registry::machines::registered(&model_args.recipe))
             .flatten()
             .and_then(|model| model.standard_shape());
         if let Some(shape) = standard {
             model_args.items.get_or_insert(shape.items);
             model_args.cycles.get_or_insert(shape.cycles);
         }
-        match crate::cli::parse(&model_args) {
+        match super::parse(&model_args) {
             Ok(recipe) => recipes.push(recipe),
             Err(message) => {
                 eprintln!("zkharness: {message}");
@@ -185,7 +185,7 @@ pub(crate) fn run_budgets(args: &CheckArgs, spec: &str) -> ExitCode {
             first.variant,
             first.clients,
             first.acting_name(),
-            crate::cli::check::job_shape(first),
+            super::check::job_shape(first),
             recipes.len(),
             if spec == STANDARD {
                 "standard"
@@ -335,7 +335,7 @@ fn command(recipe: &Recipe, budget: &str) -> String {
         recipe.variant,
         recipe.clients,
         recipe.acting_name(),
-        crate::cli::check::job_shape(recipe)
+        super::check::job_shape(recipe)
     )
 }
 
@@ -358,12 +358,8 @@ pub(crate) fn one_budget<W: Workload>(
         compact_mib: None,
         threads: 1,
     };
-    let verdict: Verdict = check_searched(
-        &model,
-        limits,
-        crate::cli::SearcherArg::Ours.searcher(),
-        None,
-    );
+    let verdict: Verdict =
+        check_searched(&model, limits, super::SearcherArg::Ours.searcher(), None);
     let mut row = Row {
         budget: recipe.faults.clone(),
         how: "exhaustive",

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::export::to_toml;
-use crate::known_bad::{known_bad, model_finding, simulator_only};
+use crate::registry::known_bad::{known_bad, model_finding, simulator_only};
 use crate::Recipe;
 use indicatif::{ProgressBar, ProgressStyle};
 use stateright::Model;
@@ -15,10 +15,10 @@ use zkh_model::check::{
     Workload, LIVELOCK, MAX_LOAD_PERCENT, ORPHANS, OWNERSHIP, PROGRESS, SCHEDULE, SHORTEN_STATES,
 };
 
-use crate::cli::walks::run_walks;
+use super::walks::run_walks;
 use crate::report::exit;
 
-use crate::cli::{say, CheckArgs, SearcherArg, BAD_INPUT};
+use super::{CheckArgs, SearcherArg, BAD_INPUT};
 
 /// How often a check logs its progress where stderr is not a terminal, unless
 /// `--progress-secs` says.
@@ -118,7 +118,7 @@ pub(crate) fn run_check<W: Workload>(
         }
     }
     if let (Some(file), Some(violation)) = (&args.html, &verdict.violation) {
-        let found = crate::cli::check_html::Found {
+        let found = super::check_html::Found {
             property: violation.property,
             path: &violation.path,
             facts: vec![
@@ -136,7 +136,7 @@ pub(crate) fn run_check<W: Workload>(
             .collect(),
             lasso: lasso.clone(),
         };
-        if let Err(message) = crate::cli::check_html::write(file, &model, recipe, &found) {
+        if let Err(message) = super::check_html::write(file, &model, recipe, &found) {
             eprintln!("zkharness: {message}");
             return ExitCode::from(BAD_INPUT);
         }
@@ -145,7 +145,7 @@ pub(crate) fn run_check<W: Workload>(
         let result = match (&verdict.violation, &final_state) {
             (Some(violation), Some((_, steps))) => serde_json::json!({
                 "violation": violation.property,
-                "explanation": crate::cli::check_html::explanation(violation.property),
+                "explanation": super::check_html::explanation(violation.property),
                 "path": steps,
                 "shortest": violation.shortest,
                 "found_steps": violation.found_steps,

@@ -256,7 +256,7 @@ pub fn simulator_only(recipe: &str, variant: &str) -> Option<&'static SimulatorO
 /// from [`KNOWN_BAD`], a machine recipe's from its `MachineRecipe::known_bad`); none for a
 /// correct recipe, or a variant whose default check catches it.
 pub fn known_bad(recipe: &str, variant: &str) -> Option<KnownBad> {
-    let entry = crate::cli::machines::registered(recipe)?;
+    let entry = super::machines::registered(recipe)?;
     (entry.known_bad().iter())
         .find(|entry| entry.recipe == recipe && entry.variant == variant)
         .copied()

@@ -17,12 +17,12 @@ use std::sync::{Arc, RwLock};
 
 use zkh_model::check::{Action, RecipeModel, Workload};
 
-use super::budgets::{one_budget, Row, Settings};
-use super::CheckArgs;
+use super::known_bad::{KnownBad, KNOWN_BAD};
+use super::Recipe;
+use crate::checker::budgets::{one_budget, Row, Settings};
+use crate::checker::CheckArgs;
 use crate::custom::MachineRecipe;
-use crate::known_bad::{KnownBad, KNOWN_BAD};
 use crate::scenario::{ScenarioFile, WorkloadSpec};
-use crate::Recipe;
 
 /// What the command line does with a recipe's model: a built-in's, or a registered machine
 /// recipe's.
@@ -36,7 +36,7 @@ pub(crate) trait MachineModel: Send + Sync + 'static {
     fn shape(&self) -> Option<JobShape>;
     /// The shape its standard budgets check (`check --budgets standard`), where it has one.
     fn standard_shape(&self) -> Option<JobShape>;
-    /// `zkharness check` with one search option: [`super::check::run_check`].
+    /// `zkharness check` with one search option: [`crate::checker::check::run_check`].
     fn check(&self, recipe: &Recipe, args: &CheckArgs) -> ExitCode;
     /// One budget of `zkharness check`'s standard set.
     fn one_budget(&self, recipe: &Recipe, settings: &Settings) -> Row;
@@ -159,7 +159,7 @@ impl<W: Workload> MachineModel for Entry<W> {
     }
 
     fn check(&self, recipe: &Recipe, args: &CheckArgs) -> ExitCode {
-        super::check::run_check(self.model(recipe), recipe, args)
+        crate::checker::check::run_check(self.model(recipe), recipe, args)
     }
 
     fn one_budget(&self, recipe: &Recipe, settings: &Settings) -> Row {
@@ -167,7 +167,7 @@ impl<W: Workload> MachineModel for Entry<W> {
     }
 
     fn explore(&self, recipe: &Recipe, port: u16) -> ExitCode {
-        super::explore(self.model(recipe), port)
+        crate::checker::explore(self.model(recipe), port)
     }
 
     fn export(

@@ -11,11 +11,11 @@ use zkh_model::check::{
     walk, walk_observed, Lasso, RecipeModel, WalkLimits, WalkVerdict, Workload, LIVELOCK,
 };
 
-use crate::cli::check::{
+use super::check::{
     job_shape, json_report, note_known_bad, print_banner, print_steps, print_unreached,
     print_violation, replay, write_scenario,
 };
-use crate::cli::{say, CheckArgs, BAD_INPUT};
+use super::{CheckArgs, BAD_INPUT};
 
 /// `zkharness check --walks N`: seeded random walks through the model's states.
 pub(crate) fn run_walks<W: Workload>(
@@ -67,7 +67,7 @@ pub(crate) fn run_walks<W: Workload>(
         }
     }
     if let (Some(file), Some(violation)) = (&args.html, &verdict.violation) {
-        let found = crate::cli::check_html::Found {
+        let found = super::check_html::Found {
             property: violation.property,
             path: &violation.path,
             facts: vec![
@@ -79,7 +79,7 @@ pub(crate) fn run_walks<W: Workload>(
                 loop_start,
             }),
         };
-        if let Err(message) = crate::cli::check_html::write(file, &model, recipe, &found) {
+        if let Err(message) = super::check_html::write(file, &model, recipe, &found) {
             eprintln!("zkharness: {message}");
             return ExitCode::from(BAD_INPUT);
         }
@@ -100,7 +100,7 @@ pub(crate) fn run_walks<W: Workload>(
         let result = match (&verdict.violation, &final_state) {
             (Some(violation), Some((_, steps))) => serde_json::json!({
                 "violation": violation.property,
-                "explanation": crate::cli::check_html::explanation(violation.property),
+                "explanation": super::check_html::explanation(violation.property),
                 "path": steps,
                 "shortest": false,
                 "walk": violation.walk,
@@ -188,8 +188,8 @@ pub(crate) fn run_walks<W: Workload>(
         say!("repeat: {repeat}");
     }
     if let Some(violation) = &verdict.violation {
-        crate::cli::check::note_finding(recipe, violation.property, args.json);
-        ExitCode::from(crate::cli::check::violation_code(violation.property))
+        super::check::note_finding(recipe, violation.property, args.json);
+        ExitCode::from(super::check::violation_code(violation.property))
     } else {
         note_known_bad(recipe, args.json);
         ExitCode::SUCCESS

@@ -23,7 +23,7 @@ use zkh_sim::local_expiry::LocalExpiry;
 use serde::{Serialize, Serializer};
 use zkh_model::properties::Class;
 
-use super::resolve::Problem;
+use crate::scenario::Problem;
 
 /// A recipe, as the registry keeps it.
 pub trait Registration: Send + Sync + 'static {
@@ -88,7 +88,7 @@ pub trait OwnWorkload: Send + Sync + 'static {
     /// Runs `scenario` (whose recipe is this workload, and whose `variant` is one of the
     /// recipe's) for `seed` on the simulated ensemble.
     #[cfg(madsim)]
-    fn run(&self, scenario: &super::Resolved, seed: u64) -> crate::runner::RunResult;
+    fn run(&self, scenario: &crate::scenario::Resolved, seed: u64) -> crate::runner::RunResult;
 }
 
 /// The recipe of a resolved scenario, with its variant and configuration: a registered recipe
@@ -128,7 +128,7 @@ impl ScenarioRecipe {
 
 impl PartialEq for ScenarioRecipe {
     /// Two recipes are the same when they have the same name (the registry holds one recipe
-    /// per name; the variant and configuration are compared by [`Resolved`](super::Resolved)).
+    /// per name; the variant and configuration are compared by [`Resolved`](crate::scenario::Resolved)).
     fn eq(&self, other: &Self) -> bool {
         self.as_str() == other.as_str()
     }
