@@ -274,6 +274,10 @@ pub struct ScenarioSummary {
     /// For a lock, waiters woken per release over every seed (the herd effect).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub herd: Option<Herd>,
+    /// The recipe's own `sometimes` companions that happened on none of the seeds run: where
+    /// none of them happened, a scenario expecting a pass passed emptily and is not ok.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sometimes_never: Vec<String>,
 }
 
 /// A whole sweep.

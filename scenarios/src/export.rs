@@ -191,6 +191,7 @@ pub(crate) fn export_from<W: Workload>(
             outcome: None,
             violation: (!model_only).then(|| violation.to_owned()),
             within_seeds: (!model_only).then_some(10),
+            reached: Vec::new(),
         },
         seeds: Vec::new(),
         origin: Some(Origin {
@@ -218,7 +219,88 @@ fn judged_by_the_simulator(recipe: &Recipe, property: &str) -> bool {
     workload.is_some_and(|w| w.properties().iter().any(|p| p.name == property))
 }
 
-/// `scenario` as the text of a scenario file.
+/// `scenario` as the text of a scenario file, written as the catalogue's files are: each fault
+/// (and trigger) of `[[faults.scripted]]` and `[[faults.triggered]]` on one line, as an inline
+/// table (`fault = { kind = "drop-reply", client = 1 }`), not a table of its own.
 pub fn to_toml(scenario: &ScenarioFile) -> String {
-    toml::to_string(scenario).expect("a scenario serialises to TOML")
+    let mut table = toml::Table::try_from(scenario).expect("a scenario serialises to TOML");
+    let faults = table.remove("faults");
+    let text = toml::to_string(&table).expect("a scenario serialises to TOML");
+    let Some(toml::Value::Table(faults)) = faults else {
+        return text;
+    };
+    // The faults go where the file's order has them: before `[expect]` and `[origin]`.
+    let at = (text.match_indices('\n'))
+        .map(|(at, _)| at + 1)
+        .find(|at| text[*at..].starts_with("[expect") || text[*at..].starts_with("[origin"))
+        .unwrap_or(text.len());
+    format!("{}{}{}", &text[..at], faults_toml(&faults), &text[at..])
+}
+
+/// The `[faults]` sections: scalars under `[faults]`, tables as they are, arrays of tables one
+/// entry a `[[faults.NAME]]` with its table-valued keys inline.
+fn faults_toml(faults: &toml::Table) -> String {
+    let mut scalars = toml::Table::new();
+    let mut out = String::new();
+    for (key, value) in faults {
+        match value {
+            toml::Value::Table(inner) if !inner.is_empty() => {
+                out += &format!("[faults.{key}]\n");
+                out += &toml::to_string(inner).expect("a table serialises");
+                out += "\n";
+            }
+            toml::Value::Table(_) => {}
+            toml::Value::Array(entries) if entries.iter().all(toml::Value::is_table) => {
+                for entry in entries.iter().filter_map(toml::Value::as_table) {
+                    out += &format!("[[faults.{key}]]\n");
+                    for (name, value) in entry {
+                        out += &format!("{name} = {value}\n");
+                    }
+                    out += "\n";
+                }
+            }
+            other => {
+                scalars.insert(key.clone(), other.clone());
+            }
+        }
+    }
+    if scalars.is_empty() {
+        return out;
+    }
+    let head = toml::to_string(&scalars).expect("scalars serialise");
+    format!("[faults]\n{head}\n{out}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every fault on one line, and the text reads back as the same scenario: a catalogue file
+    /// with scripted, triggered and random faults, and one whose faults are all scripted.
+    #[test]
+    fn a_scenario_written_back_has_its_faults_inline_and_reads_back_the_same() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for name in [
+            "catalog/control-lock-unprotected.toml",
+            "regressions/lock-harsh-random-seed1285.toml",
+            "catalog/job-harsh-random.toml",
+        ] {
+            let loaded = crate::scenario::load(&root.join(name)).expect("a catalogue file");
+            let text = to_toml(&loaded.file);
+            let (again, _) = crate::scenario::parse(name, "again", &text)
+                .unwrap_or_else(|error| panic!("{name}: {error}\n{text}"));
+            assert_eq!(again, loaded.file, "{name}:\n{text}");
+            assert!(
+                !text.contains(".fault]"),
+                "{name}: a fault table of its own:\n{text}"
+            );
+            let plan = &loaded.file.faults;
+            let entries = plan.scripted.len() + plan.triggered.len();
+            assert_eq!(
+                text.matches("fault = {").count(),
+                entries,
+                "{name}:\n{text}"
+            );
+        }
+    }
 }

@@ -62,6 +62,10 @@ pub struct RunResult {
     pub simulated_ms: u64,
     /// For a lock, waiters woken per release.
     pub herd: Option<Herd>,
+    /// The names of the recipe's own `sometimes` companions among `findings` (not the host's
+    /// generic ones, such as a lost reply): a sweep in which none of them ever happened passed
+    /// emptily.
+    pub companions: Vec<String>,
 }
 
 impl RunResult {
@@ -102,6 +106,7 @@ impl RunResult {
             trace: 0,
             simulated_ms: 0,
             herd: None,
+            companions: Vec::new(),
         }
     }
 }
@@ -176,7 +181,11 @@ pub fn report(path: &Path, loaded: &Loaded, result: &RunResult, repro: String) -
     RunReport {
         format: RUN_FORMAT.to_owned(),
         scenario: ScenarioRef {
-            path: path.display().to_string(),
+            // Absolute, so that `replay` finds the scenario from any directory.
+            path: std::fs::canonicalize(path)
+                .unwrap_or_else(|_| path.to_owned())
+                .display()
+                .to_string(),
             name: loaded.resolved.name.clone(),
             text_hash: format!("{:016x}", fnv1a(loaded.text.as_bytes())),
         },

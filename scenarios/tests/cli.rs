@@ -1108,3 +1108,51 @@ fn a_real_ensemble_without_zookeeper_installed_exits_64_naming_the_installer() {
         );
     }
 }
+
+/// A seed range past what one command runs is bad input with the way to split it, not a
+/// capacity overflow or a 32 GB allocation.
+#[test]
+fn a_seed_range_too_large_to_run_is_refused_with_how_to_split_it() {
+    for range in ["0..18446744073709551615", "0..4000000000", "5..10000006"] {
+        let (code, _, stderr) = zkharness(&["sweep", "scenarios/catalog", "--seeds", range]);
+        assert_eq!(code, 64, "{range}: {stderr}");
+        assert!(stderr.contains("--shard i/n"), "{range}: {stderr}");
+    }
+}
+
+/// `report` and `replay` name the file, line and column of what is wrong with a report, and a
+/// missing file by its name first.
+#[test]
+fn a_malformed_report_is_refused_at_its_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("zkh-malformed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let cases = [
+        (
+            "truncated.json",
+            "{\"format\": \"zkharness-run/1\", \"seed\": ",
+            "truncated.json:1:",
+        ),
+        (
+            "untyped.json",
+            "{\"format\": \"zkharness-run/1\",\n \"seed\": \"x\"}",
+            "untyped.json:2:",
+        ),
+        ("empty.json", "{}", "empty.json:1:"),
+    ];
+    for (name, text, at) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, text).expect("written");
+        let (code, _, stderr) =
+            zkharness(&["report", file.to_str().expect("utf-8"), "--html", "-"]);
+        assert_eq!(code, 64, "{name}: {stderr}");
+        assert!(stderr.contains(at), "{name}: {stderr}");
+    }
+    let missing = dir.join("missing.json");
+    let (code, _, stderr) = zkharness(&["report", missing.to_str().expect("utf-8")]);
+    assert_eq!(code, 64, "{stderr}");
+    assert!(
+        stderr.contains("missing.json: cannot read the file"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}

@@ -214,3 +214,21 @@ mod runs {
         }
     }
 }
+
+/// A knob of the user's recipe given a number TOML cannot hold is refused at its line and
+/// column with TOML's limit, whatever the knob's type (here a `u64`).
+#[test]
+fn a_number_past_tomls_limit_is_refused_with_tomls_limit() {
+    register_once();
+    let text = "[workload]\nrecipe = \"fuzzed-creator\"\n\n[workload.config]\n\
+                pause_ms = 18446744073709551615\n";
+    let error = parse("big.toml", "big", text)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        error.starts_with("big.toml:5:")
+            && error.contains("workload.config.pause_ms")
+            && error.contains("at most 9223372036854775807 (TOML's integers are 64-bit signed)"),
+        "{error}"
+    );
+}

@@ -125,8 +125,24 @@ fn phases_whose_sum_overflows_are_refused_not_wrapped() {
     let error = parse("o.toml", "o", text).expect_err("refused").to_string();
     assert_eq!(
         error,
-        "o.toml:5:12: phases.fault_ms: the fault and liveness phases together may last 500000 \
-         ms at most, found more than u64 can hold"
+        "o.toml:5:12: phases.fault_ms: a run may last 500000 ms at most, found \
+         18446744073709551615"
+    );
+    // The field named is the one too long, at its own line and column.
+    let text = "[workload]\nrecipe = \"lock\"\n\n[phases]\nfault_ms = 1000\nliveness_ms = \
+                18446744073709551615\n";
+    let error = parse("l.toml", "l", text).expect_err("refused").to_string();
+    assert_eq!(
+        error,
+        "l.toml:6:15: phases.liveness_ms: a run may last 500000 ms at most, found \
+         18446744073709551615"
+    );
+    let text = "[workload]\nrecipe = \"lock\"\n\n[phases]\nfault_ms = 300000\nliveness_ms = \
+                300000\n";
+    let error = parse("s.toml", "s", text).expect_err("refused").to_string();
+    assert!(
+        error.starts_with("s.toml:6:15: phases.liveness_ms: the fault and liveness phases"),
+        "{error}"
     );
     let text = "[workload]\nrecipe = \"lock\"\n\n[[faults.scripted]]\nat_ms = 1000\nfault = { \
                 kind = \"pause-client\", client = 0, duration_ms = 18446744073709551615 }\n";
@@ -197,4 +213,18 @@ mod runs {
             }
         }
     }
+}
+
+/// Of two mistakes in one table, the one earlier in the file is reported (the table is read in
+/// the file's order, not its keys' alphabetical one).
+#[test]
+fn of_two_mistakes_the_earlier_one_is_reported() {
+    let text = "[workload]\nrecipe = \"lock\"\nclients = \"x\"\nbogus = 1\n";
+    let error = parse("two.toml", "two", text)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        error.starts_with("two.toml:3:11: workload.clients:"),
+        "{error}"
+    );
 }

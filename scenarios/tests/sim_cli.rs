@@ -165,6 +165,15 @@ fn a_saved_report_replays_identical_and_an_edited_one_diverges_where_edited() {
     let (code, stdout, _) = zkharness(&["replay", report.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "{stdout}");
     assert!(stdout.contains("identical:"), "{stdout}");
+    // From another directory too: the report names its scenario by its absolute path.
+    let elsewhere = Command::new(env!("CARGO_BIN_EXE_zkharness"))
+        .args(["replay", report.to_str().expect("utf-8")])
+        .current_dir(&out)
+        .output()
+        .expect("zkharness runs");
+    let shown = String::from_utf8_lossy(&elsewhere.stdout);
+    assert_eq!(elsewhere.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("identical:"), "{shown}");
 
     let mut json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).expect("the report")).expect("JSON");
@@ -633,4 +642,78 @@ fn a_seed_gives_the_same_trace_on_one_thread_two_threads_and_alone() {
         let (_, stdout, _) = zkharness(&["run", &file, "--seed", &seed.to_string()]);
         assert_eq!(&result_line(&stdout).1, trace, "seed {seed} run alone");
     }
+}
+
+/// A sweep that never saw a companion its file requires (`expect.reached`) passed emptily:
+/// not as expected, exit 4. One client never waits for the lock, so nobody is woken; three do.
+#[test]
+fn a_sweep_that_never_reached_a_required_companion_is_an_empty_pass() {
+    let dir = temp("reached");
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("catalog/lock-partition.toml"),
+    )
+    .expect("the catalogue file");
+    for (clients, code, said) in [(1, 4, "NOT REACHED"), (3, 0, "every scenario as expected")] {
+        let text = base.replace("clients = 3", &format!("clients = {clients}"))
+            + "\n[expect]\nreached = [\"a waiter was woken\"]\n";
+        let file = dir.join(format!("one-{clients}.toml"));
+        std::fs::write(&file, text).expect("written");
+        let json = dir.join(format!("summary-{clients}.json"));
+        let (got, stdout, stderr) = zkharness(&[
+            "sweep",
+            file.to_str().expect("utf-8"),
+            "--seeds",
+            "0..3",
+            "--json",
+            json.to_str().expect("utf-8"),
+            "--out",
+            dir.join(format!("out-{clients}")).to_str().expect("utf-8"),
+        ]);
+        assert_eq!(got, code, "{clients} clients: {stdout}{stderr}");
+        assert!(stdout.contains(said), "{clients} clients: {stdout}");
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary"))
+                .expect("JSON");
+        let never = summary["scenarios"][0]["sometimes_never"].to_string();
+        assert_eq!(
+            never.contains("a waiter was woken"),
+            clients == 1,
+            "{never}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+/// `sweep --variant` runs every scenario with another variant, as `run --variant` does, and
+/// prints reruns that name it; a variant the recipe lacks is bad input.
+#[test]
+fn sweep_runs_another_variant_and_its_reruns_name_it() {
+    let out = temp("sweep-variant");
+    let out_dir = out.to_str().expect("utf-8");
+    let (code, stdout, stderr) = zkharness(&[
+        "sweep",
+        "catalog/lock-gc-pause.toml",
+        "--variant",
+        "herd",
+        "--seeds",
+        "0..2",
+        "--out",
+        out_dir,
+    ]);
+    assert_eq!(code, 1, "the herd breaks herd freedom: {stdout}{stderr}");
+    assert!(
+        stderr.contains("catalog/lock-gc-pause.toml --seed 0 --variant herd"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = zkharness(&[
+        "sweep",
+        "catalog/lock-gc-pause.toml",
+        "--variant",
+        "nope",
+        "--out",
+        out_dir,
+    ]);
+    assert_eq!(code, 64, "{stderr}");
+    assert!(stderr.contains("nope"), "{stderr}");
+    std::fs::remove_dir_all(&out).expect("clean up");
 }

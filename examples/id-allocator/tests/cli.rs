@@ -216,3 +216,17 @@ fn the_built_in_recipes_run_from_the_users_binary_too() {
         "{text}"
     );
 }
+
+/// `check` names the machine recipes in its help, and refuses the async recipe, which only the
+/// simulator runs, saying which form `check` takes, rather than calling it unknown.
+#[test]
+fn check_lists_the_machine_recipes_and_explains_an_async_one() {
+    let (code, text) = allocator(&["check", "--help"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("id-allocator-machine"), "{text}");
+    assert!(text.contains("Exit code 3 when it gives up"), "{text}");
+    let (code, text) = allocator(&["check", "id-allocator", "--faults", "none"]);
+    assert_eq!(code, 64, "{text}");
+    assert!(text.contains("is a recipe of the simulator only"), "{text}");
+    assert!(!text.contains("unknown recipe"), "{text}");
+}

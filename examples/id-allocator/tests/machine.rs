@@ -36,7 +36,7 @@ mod model {
         let test = "model::a_failing_check_writes_its_counterexample_and_names_the_command";
         assert!(
             message.contains(&format!(
-                "rerun: cargo test -p zkh-example-id-allocator -- --exact {test}"
+                "rerun: cargo test -p zkh-example-id-allocator -- --exact {test} --include-ignored"
             )),
             "{message}"
         );

@@ -109,7 +109,7 @@ fn a_bad_scenario_file_names_the_file_line_column_and_field() {
     assert!(
         error
             .to_string()
-            .starts_with("bad.toml:5:12: phases.fault_ms: the fault and liveness phases together"),
+            .starts_with("bad.toml:5:12: phases.fault_ms: a run may last 500000 ms at most"),
         "{error}"
     );
     let text = "[workload]\nrecipe = \"lock\"\n";

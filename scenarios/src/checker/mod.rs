@@ -68,7 +68,7 @@ pub(crate) struct CheckArgs {
     pub(crate) json: bool,
     /// Give up after about this many generated states (a known-bad variant stops at its first
     /// violation; a pass explores everything: the largest standard check, the job election with
-    /// 3 clients, generates about 18 million). Exit code 2 when it gives up. Memory: each
+    /// 3 clients, generates about 18 million). Exit code 3 when it gives up. Memory: each
     /// unique state costs our search 10.7 to 13.3 bytes, and 60 to 100% of generated states
     /// are unique.
     #[arg(long, default_value_t = 100_000_000)]
@@ -76,7 +76,7 @@ pub(crate) struct CheckArgs {
     /// Give up on paths longer than this many steps (a recipe that can loop for ever has paths
     /// of every length; the standard checks are 30 to 131 steps deep, the sharded job's with
     /// two instances and one fault up to about 280, with two cycles and a crash 305, and with
-    /// three items 373: give those `--max-depth 400`). Exit code 2 when it gives up.
+    /// three items 373: give those `--max-depth 400`). Exit code 3 when it gives up.
     #[arg(long, default_value_t = Limits::DEFAULT_MAX_DEPTH)]
     pub(crate) max_depth: usize,
     /// Explore states that differ only in which client is which separately (by default the
@@ -120,7 +120,7 @@ pub(crate) struct CheckArgs {
     /// MiB, allocated at the start (a power of two of 4-byte slots; its pages are taken as
     /// they are first touched). For spaces whose exact set does not fit in memory. A new state
     /// may be taken for seen: the check reports the expected number missed (about one at three
-    /// billion states). Gives up, with exit code 2, when 90% of the slots are taken. Our
+    /// billion states). Gives up, with exit code 3, when 90% of the slots are taken. Our
     /// search only.
     #[arg(long, value_name = "MIB", conflicts_with = "walks",
           value_parser = clap::value_parser!(u32)
@@ -231,6 +231,36 @@ pub(crate) struct ExploreArgs {
     /// The port on 127.0.0.1.
     #[arg(long, default_value_t = 3000)]
     pub(crate) port: u16,
+}
+
+/// `command` (the whole command line) with `check`'s and `explore`'s recipe and variant help
+/// listing what this binary registered: the built-ins and a user's machine recipes alike.
+pub(crate) fn with_registered_recipes(command: clap::Command) -> clap::Command {
+    let names = crate::registry::machines::names();
+    let variants: Vec<String> = (names.iter())
+        .filter_map(|name| {
+            let model = crate::registry::machines::registered(name)?;
+            Some(format!("{name}: {}", model.variants().join(", ")))
+        })
+        .collect();
+    let recipe = format!(
+        "The recipe: {} (the sharded job `job` is checked with `--clients 2`). A recipe written \
+         only as async code (a `SimRecipe`) runs under `run` and `sweep`; `check` and `explore` \
+         take a recipe written as a machine (a `MachineRecipe`, docs/your-recipe.md)",
+        names.join(", ")
+    );
+    let variant = format!(
+        "The recipe's variant: the correct one (the first) or a known-bad one ({})",
+        variants.join("; ")
+    );
+    let shown = |sub: clap::Command| {
+        let (recipe, variant) = (recipe.clone(), variant.clone());
+        sub.mut_arg("recipe", |arg| arg.help(recipe))
+            .mut_arg("variant", |arg| arg.help(variant))
+    };
+    command
+        .mut_subcommand("check", shown)
+        .mut_subcommand("explore", shown)
 }
 
 /// The exit code of bad input.

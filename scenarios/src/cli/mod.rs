@@ -98,7 +98,7 @@ mod commands;
 
 /// Runs the command line: `zkharness`'s `main`, and a user's own binary's (`custom_main!`).
 pub fn main() -> ExitCode {
-    let parsed = Cli::command()
+    let parsed = crate::checker::with_registered_recipes(Cli::command())
         .try_get_matches()
         .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, matches)));
     let (cli, matches) = match parsed {

@@ -176,6 +176,10 @@ pub(crate) fn run_resolved<R: SimRecipe>(
         simulated_ms: ran.history.entries().last().map_or(0, |e| e.at_us / 1000),
         trace: ran.history.stable_hash(),
         herd: R::queue_dir(config).map(|dir| Herd::of(&wakeups(&ran.history, dir))),
+        companions: (R::properties(config).iter())
+            .filter(|property| property.class == Class::Sometimes)
+            .map(|property| property.name.to_owned())
+            .collect(),
         history: ran.history,
     }
 }

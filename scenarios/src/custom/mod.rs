@@ -233,7 +233,9 @@ pub(crate) fn current_test() -> String {
 /// The `cargo test` command that runs `test` alone.
 pub(crate) fn test_command(test: &str) -> String {
     let package = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| "YOUR_CRATE".to_owned());
-    format!("cargo test -p {package} -- --exact {test}")
+    // `--include-ignored`: the test may be `#[ignore]`d (a long one), and `--exact` runs it alone
+    // either way.
+    format!("cargo test -p {package} -- --exact {test} --include-ignored")
 }
 
 /// The build's `target` folder: `CARGO_TARGET_DIR`, or the one this test binary is in

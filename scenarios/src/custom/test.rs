@@ -170,8 +170,9 @@ impl SimRuns {
         })
     }
 
-    /// Requires every seed to pass, and every `sometimes` property of the recipe to have
-    /// happened on some seed of each scenario.
+    /// Requires every seed to pass, and every `sometimes` companion of the recipe to have
+    /// happened on some seed of each scenario (as `zkharness sweep` requires of a recipe of
+    /// your own, unless the file's `expect.reached` names the ones it must reach).
     ///
     /// # Panics
     /// With the first failing seed's outcome, where its report was written, and the command
@@ -191,8 +192,12 @@ impl SimRuns {
                     rerun(run.seed)
                 );
             }
-            let never: Vec<&str> = sometimes_names(&scenario.runs)
-                .into_iter()
+            let reached = &scenario.loaded.resolved.reached;
+            let required: Vec<&str> = match reached.is_empty() {
+                true => sometimes_names(&scenario.runs),
+                false => reached.iter().map(String::as_str).collect(),
+            };
+            let never: Vec<&str> = (required.into_iter())
                 .filter(|name| {
                     !scenario
                         .runs
@@ -251,12 +256,12 @@ impl SimRuns {
     }
 }
 
-/// The names of the `sometimes` properties the runs judged.
+/// The names of the recipe's own `sometimes` companions (not the host's generic ones, such as
+/// a lost reply), as the runs name them.
 fn sometimes_names(runs: &[RunResult]) -> Vec<&str> {
     let mut names: Vec<&str> = (runs.iter())
-        .flat_map(|run| run.findings.iter())
-        .filter(|f| f.class == "sometimes" && f.property != "a reply was lost")
-        .map(|f| f.property.as_str())
+        .flat_map(|run| run.companions.iter())
+        .map(String::as_str)
         .collect();
     names.sort_unstable();
     names.dedup();

@@ -54,6 +54,16 @@ impl Recipe {
         acting: Acting,
     ) -> Result<Recipe, String> {
         let Some(model) = machines::registered(name) else {
+            if simulated::registered(name).is_some() {
+                return Err(format!(
+                    "{name} is a recipe of the simulator only (written as async code against \
+                     ZkClient, a SimRecipe): `run` and `sweep` run it; `check` and `explore` \
+                     take a recipe written once as a machine for both engines (a \
+                     MachineRecipe, registered with custom::register::<Machined<W>>: \
+                     docs/your-recipe.md), and this binary's are: {}",
+                    machines::names().join(", ")
+                ));
+            }
             return Err(format!(
                 "unknown recipe {name:?} (known: {})",
                 machines::names().join(", ")

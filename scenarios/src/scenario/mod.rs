@@ -233,6 +233,11 @@ pub struct Expect {
     /// ...on at least one of the first this many seeds of a sweep (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within_seeds: Option<u64>,
+    /// `sometimes` companions of the recipe a sweep must see happen on at least one seed, for
+    /// a pass not to be an empty one (a sweep reports the companions that never happened either
+    /// way, in `sometimes_never`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reached: Vec<String>,
 }
 
 /// The one word `expect.outcome` takes.

@@ -164,6 +164,15 @@ fn field_path(path: &str) -> Option<String> {
 /// ending `_ms` becomes `expected an integer number of milliseconds, found "3s"`.
 pub(crate) fn explain(field: Option<&str>, message: &str) -> String {
     let message = message.trim();
+    // TOML's integers are 64-bit signed: a larger one is not a TOML integer at all, whatever
+    // the knob's type could hold (the toml crate reads it as a u64 and says only that).
+    if message.contains("u64 value was too large") || message.contains("too large to fit") {
+        return format!(
+            "expected a whole number of at most {} (TOML's integers are 64-bit signed), found \
+             a larger one",
+            i64::MAX
+        );
+    }
     let Some((found, expected)) = message
         .strip_prefix("invalid type: ")
         .or_else(|| message.strip_prefix("invalid value: "))

@@ -63,6 +63,9 @@ pub struct Resolved {
     pub within_seeds: u64,
     /// The seeds a sweep runs, if the file pins them.
     pub seeds: Vec<u64>,
+    /// The `sometimes` companions a sweep must see happen (`expect.reached`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reached: Vec<String>,
     /// A registered recipe's own knobs, as the file wrote them (`[workload.config]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub config: Option<toml::Table>,
@@ -282,6 +285,19 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         "expect.within_seeds",
         "within_seeds is for a positive control (expect.violation)",
     )?;
+    for (index, name) in expect.reached.iter().enumerate() {
+        check(
+            !name.trim().is_empty(),
+            format!("expect.reached[{index}]"),
+            "expected the name of one of the recipe's sometimes companions",
+        )?;
+    }
+    check(
+        expect.reached.is_empty() || expect.violation.is_none(),
+        "expect.reached",
+        "reached is for a scenario that expects a pass (a positive control's violation shows \
+         what it reached)",
+    )?;
     let within_seeds = expect.within_seeds.unwrap_or(10);
     check(
         (1..=100_000).contains(&within_seeds),
@@ -316,6 +332,7 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         expect_violation: expect.violation.clone(),
         within_seeds,
         seeds: file.seeds.clone(),
+        reached: expect.reached.clone(),
         config: w.config.clone(),
     })
 }
@@ -367,13 +384,24 @@ pub(crate) const LONGEST_RUN_MS: u64 = 500_000;
 /// (summed without overflow: `u64::MAX` is refused, not wrapped).
 pub(crate) fn check_phases(fault_ms: u64, liveness_ms: u64) -> Result<(), Problem> {
     check(fault_ms > 0, "phases.fault_ms", "expected more than 0 ms")?;
-    let total = fault_ms.checked_add(liveness_ms);
+    // Each phase alone first, so that the field named is the one too long.
+    for (field, value) in [
+        ("phases.fault_ms", fault_ms),
+        ("phases.liveness_ms", liveness_ms),
+    ] {
+        check(
+            value <= LONGEST_RUN_MS,
+            field,
+            format!("a run may last {LONGEST_RUN_MS} ms at most, found {value}"),
+        )?;
+    }
     check(
-        total.is_some_and(|total| total <= LONGEST_RUN_MS),
-        "phases.fault_ms",
+        fault_ms + liveness_ms <= LONGEST_RUN_MS,
+        "phases.liveness_ms",
         format!(
-            "the fault and liveness phases together may last {LONGEST_RUN_MS} ms at most, found {}",
-            total.map_or_else(|| "more than u64 can hold".to_owned(), |t| t.to_string())
+            "the fault and liveness phases together may last {LONGEST_RUN_MS} ms at most, \
+             found {fault_ms} + {liveness_ms} = {}",
+            fault_ms + liveness_ms
         ),
     )
 }

@@ -302,6 +302,10 @@ pub struct SweepArgs {
     /// Worker threads (default: every core).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub jobs: Option<u16>,
+    /// Run every scenario with this variant of its recipe instead of the file's (as `run
+    /// --variant`); a scenario whose recipe has no such variant is bad input.
+    #[arg(long)]
+    pub variant: Option<String>,
     /// Run only slice I of N (0-based, as I/N), for a CI matrix: seeds whose number is I
     /// modulo N, and the positive controls and pinned scenarios whose place in the list is.
     #[arg(long, value_parser = parse_shard)]
@@ -379,8 +383,19 @@ fn parse_range(text: &str) -> Result<Range<u64>, String> {
     if start >= end {
         return Err(format!("the range {text} is empty"));
     }
+    if end - start > MAX_SEEDS {
+        return Err(format!(
+            "the range {text} holds {} seeds; one command runs at most {MAX_SEEDS} (about 14 \
+             hours of the lock on 2 cores): split it into ranges, or across machines with \
+             --shard i/n",
+            end - start
+        ));
+    }
     Ok(start..end)
 }
+
+/// The most seeds one range may hold: a sweep keeps every seed's trace, 16 bytes each.
+pub(crate) const MAX_SEEDS: u64 = 10_000_000;
 
 fn parse_shard(text: &str) -> Result<(u64, u64), String> {
     let (index, count) = text

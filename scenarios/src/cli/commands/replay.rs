@@ -21,7 +21,7 @@ pub(super) fn load_report(path: &Path) -> Result<(RunReport, PathBuf, Loaded), E
         ExitCode::from(exit::BAD_INPUT)
     };
     let text = std::fs::read_to_string(path)
-        .map_err(|error| bad(format!("cannot read {}: {error}", path.display())))?;
+        .map_err(|error| bad(format!("{}: cannot read the file: {error}", path.display())))?;
     let report: RunReport = serde_json::from_str(&text).map_err(|error| {
         bad(format!(
             "{}:{}:{}: not a run report: {error}",

@@ -19,6 +19,19 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|error| format!("cannot write {}: {error}", path.display()))
 }
 
+/// `text`, the file `path`, read as a `what`; refused with the line and column of the first
+/// thing that is not one (the typed read of the text itself, which knows where it is).
+fn typed<T: serde::de::DeserializeOwned>(path: &Path, text: &str, what: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|error| {
+        format!(
+            "{}:{}:{}: not a readable {what}: {error}",
+            path.display(),
+            error.line(),
+            error.column()
+        )
+    })
+}
+
 fn render(args: &ReportArgs) -> Result<Vec<String>, String> {
     let shown = args.input.display();
     let text = std::fs::read_to_string(&args.input)
@@ -39,8 +52,7 @@ fn render(args: &ReportArgs) -> Result<Vec<String>, String> {
                     "{shown} is a run report: it renders as --html; --junit and --markdown render a sweep summary"
                 ));
             }
-            let report: RunReport = serde_json::from_value(value)
-                .map_err(|error| format!("{shown}: not a readable run report: {error}"))?;
+            let report: RunReport = typed(&args.input, &text, "run report")?;
             let html = args
                 .html
                 .clone()
@@ -54,8 +66,7 @@ fn render(args: &ReportArgs) -> Result<Vec<String>, String> {
                     "{shown} is a sweep summary: it renders as --junit or --markdown; --html renders a run report (each failure's report is one)"
                 ));
             }
-            let summary: SweepSummary = serde_json::from_value(value)
-                .map_err(|error| format!("{shown}: not a readable sweep summary: {error}"))?;
+            let summary: SweepSummary = typed(&args.input, &text, "sweep summary")?;
             if args.junit.is_none() && args.markdown.is_none() {
                 return Err(format!(
                     "{shown} is a sweep summary: say what to write, --junit FILE or --markdown FILE (- for standard output)"
@@ -69,6 +80,12 @@ fn render(args: &ReportArgs) -> Result<Vec<String>, String> {
                 write(file, &markdown::markdown(&summary))?;
                 written.push(format!("markdown: {}", file.display()));
             }
+        }
+        _ if value.get("format").is_none() => {
+            return Err(format!(
+                "{shown}:1:1: no \"format\" field: neither a run report ({RUN_FORMAT}) nor a \
+                 sweep summary ({SWEEP_FORMAT})"
+            ))
         }
         other => {
             return Err(format!(

@@ -259,6 +259,7 @@ pub(super) fn shrink(args: ShrinkArgs) -> ExitCode {
         outcome: None,
         violation: Some(property.clone()),
         within_seeds: None,
+        reached: Vec::new(),
     };
     let out = args.out.unwrap_or_else(|| {
         PathBuf::from("scenarios/regressions")

@@ -7,6 +7,7 @@
 //! reproduces it, writes its report and timeline, and drops the history: memory stays flat
 //! however many seeds run. At the end it writes the summary as JSON, JUnit XML and Markdown. Wall time is read only for the speed figures, outside every run.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -52,6 +53,14 @@ pub(super) fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> 
     Ok(files)
 }
 
+/// The command that reruns `seed` of `loaded`, read from `path` (with the sweep's `--variant`).
+fn rerun(loaded: &Loaded, path: &Path, seed: u64) -> String {
+    match &loaded.variant_given {
+        Some(variant) => format!("{} --variant {variant}", repro(path, seed)),
+        None => repro(path, seed),
+    }
+}
+
 /// What the main thread keeps of each scenario while the sweep runs.
 struct Tally {
     path: PathBuf,
@@ -63,6 +72,8 @@ struct Tally {
     traces: Vec<(u64, u64)>,
     herd: Option<Herd>,
     worst: Option<u8>,
+    /// The recipe's own `sometimes` companions, and whether each happened on a seed so far.
+    sometimes: BTreeMap<String, bool>,
 }
 
 /// Which exit code wins when several failures happened: a crash, then safety, then liveness,
@@ -97,9 +108,16 @@ pub(super) fn sweep(args: SweepArgs) -> ExitCode {
     let mut tallies = Vec::new();
     let mut bad = false;
     for path in files {
-        match scenario::load(&path) {
+        let loaded = scenario::load(&path).map_err(|error| error.to_string());
+        let loaded = match (loaded, &args.variant) {
+            (Ok(loaded), Some(variant)) => (loaded.with_variant(variant))
+                .map_err(|message| format!("{}: {message}", path.display())),
+            (loaded, _) => loaded,
+        };
+        match loaded {
             Ok(loaded) => tallies.push(Tally {
                 path,
+                sometimes: BTreeMap::new(),
                 loaded,
                 seeds_run: 0,
                 run_seconds: 0.0,
@@ -211,6 +229,11 @@ pub(super) fn sweep(args: SweepArgs) -> ExitCode {
         tally.seeds_run += 1;
         tally.run_seconds += seconds;
         tally.traces.push((result.seed, result.trace));
+        for companion in &result.companions {
+            let happened = (result.findings.iter())
+                .any(|f| f.property == *companion && f.class == "sometimes" && f.holds);
+            *tally.sometimes.entry(companion.clone()).or_default() |= happened;
+        }
         if let Some(herd) = &result.herd {
             tally.herd = Some(tally.herd.take().unwrap_or_default().merge(herd));
         }
@@ -245,7 +268,7 @@ pub(super) fn sweep(args: SweepArgs) -> ExitCode {
                 scenario.name,
                 result.seed,
                 result.outcome.headline(),
-                repro(&tally.path, result.seed),
+                rerun(&tally.loaded, &tally.path, result.seed),
                 report_path
                     .as_deref()
                     .map_or(String::new(), |p| format!("\n  report: {p}")),
@@ -254,7 +277,7 @@ pub(super) fn sweep(args: SweepArgs) -> ExitCode {
                 seed: result.seed,
                 property,
                 trace: format!("{:016x}", result.trace),
-                repro: repro(&tally.path, result.seed),
+                repro: rerun(&tally.loaded, &tally.path, result.seed),
                 report: report_path,
             });
             if args.fail_fast {
@@ -299,6 +322,7 @@ fn finish(
     write_error: Option<String>,
 ) -> ExitCode {
     let mut worst: Option<u8> = None;
+    let mut never_reached = 0usize;
     let mut summaries = Vec::new();
     say!(
         "{:<44} {:<34} {:>6} {:>8} {:>9}",
@@ -317,11 +341,50 @@ fn finish(
         }
         tally.caught_at.sort_unstable();
         tally.failures.sort_by_key(|f| f.seed);
+        let sometimes_never: Vec<String> = (tally.sometimes.iter())
+            .filter(|(_, happened)| !**happened)
+            .map(|(name, _)| name.clone())
+            .collect();
+        // The companions the file requires (`expect.reached`) that never happened: the pass
+        // did not reach what its properties judge.
+        // By default a recipe of the user's own must reach every companion, as its own tests'
+        // `assert_pass` requires; a built-in's catalogue scenario each aim at one fault, and
+        // require only what the file names.
+        let own_recipe = scenario.recipe.package().is_some();
+        let required: Vec<&String> = match (scenario.reached.is_empty(), own_recipe) {
+            _ if scenario.is_control() => Vec::new(),
+            (false, _) => scenario.reached.iter().collect(),
+            (true, true) => tally.sometimes.keys().collect(),
+            (true, false) => Vec::new(),
+        };
+        let unreached: Vec<&String> = (required.into_iter())
+            .filter(|name| !tally.sometimes.get(*name).copied().unwrap_or(false))
+            .collect();
         let ok = if scenario.is_control() {
             tally.seeds_run == 0 || !tally.caught_at.is_empty()
         } else {
-            tally.failures.is_empty()
+            tally.failures.is_empty() && (tally.seeds_run == 0 || unreached.is_empty())
         };
+        if tally.seeds_run > 0 && !unreached.is_empty() {
+            let known: Vec<&str> = tally.sometimes.keys().map(String::as_str).collect();
+            say!(
+                "NOT REACHED: {} ({}) expects {} to happen, and none of its {} seeds showed it \
+                 (the recipe's companions: {}): an empty pass",
+                scenario.name,
+                tally.path.display(),
+                unreached
+                    .iter()
+                    .map(|n| format!("{n:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                tally.seeds_run,
+                known.join(", ")
+            );
+            raise(&mut worst, exit::UNEXPECTED);
+        }
+        if !scenario.is_control() && !sometimes_never.is_empty() {
+            never_reached += 1;
+        }
         if scenario.is_control() && !ok {
             say!(
                 "CONTROL NOT CAUGHT: {} ({}) expects {} within {} seeds, and none of its {} seeds showed it",
@@ -365,6 +428,7 @@ fn finish(
             seeds_per_sec,
             combined_trace: format!("{:016x}", fnv1a(&combined)),
             herd: tally.herd,
+            sometimes_never,
         });
     }
     let seeds_run: u64 = summaries.iter().map(|s| s.seeds_run).sum();
@@ -418,6 +482,13 @@ fn finish(
             "NOT as expected"
         }
     );
+    if never_reached > 0 {
+        say!(
+            "sometimes companions never reached in {never_reached} scenarios expecting a pass \
+             (each one's `sometimes_never` in summary.json; `expect.reached` in a scenario file \
+             makes one required)"
+        );
+    }
     say!("reports and summary: {}", args.out.display());
     if !summary.ok {
         say!(
