@@ -42,6 +42,7 @@ pub mod moment;
 #[cfg(madsim)]
 pub mod net;
 pub mod paths;
+pub mod plan;
 #[cfg(madsim)]
 pub mod probe;
 #[cfg(madsim)]

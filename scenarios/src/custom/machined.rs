@@ -19,8 +19,10 @@
 //!    requests go to the machine.
 //!
 //! The properties the simulator judges are the recipe's [`MachineRecipe::properties`], over the
-//! run's history, beside ZooKeeper's guarantees; the model checker judges its
-//! [`Workload::judges`]. Write a property once as a function of the history's entries
+//! run's history, beside ZooKeeper's guarantees; and, for a machine that names its nodes
+//! (`Machine::known_ephemerals`, `Machine::claimed_ephemerals`), "claims are owned" and "no
+//! orphaned ephemerals" at the end of the run, from what its driver last published, as the
+//! model checker judges them. The model checker judges its [`Workload::judges`]. Write a property once as a function of the history's entries
 //! (`fn(&impl Entries) -> Finding`, as `zkh_model::properties` does) and name it in both.
 //!
 //! Not modelled here: [`Workload::can_act`] (it reads the servers' data, which a client does not
@@ -115,6 +117,9 @@ async fn run_client<W: MachineRecipe>(workload: W, ctx: ClientCtx) {
     let id = ctx.id();
     let (machine, mut app, first) = workload.client(id as usize);
     let (handle, driver) = driver::start(client, ctx.clock(), machine);
+    // What the machine knows of its own nodes (`Machine::known_ephemerals`), for the host's
+    // "claims are owned" and "no orphaned ephemerals", as the model checker judges them.
+    ctx.knows(handle.knowledge());
     drop(zkh_sim::cluster::spawn_beside(async move {
         driver.await;
     }));

@@ -52,6 +52,7 @@
 //! name, not [`MachineRecipe`]s. The guide is `docs/your-recipe.md`.
 
 mod ctx;
+mod events;
 #[cfg(madsim)]
 pub(crate) mod host;
 mod machined;
@@ -71,6 +72,7 @@ use serde::de::DeserializeOwned;
 
 pub use crate::known_bad::KnownBad;
 pub use ctx::{Client, ClientCtx};
+pub use events::Waited;
 pub use machined::{MachineRecipe, Machined, NoKnobs};
 pub use model::{model, ModelCheck, ModelVerdict};
 pub use property::{Moments, Property, Violation};

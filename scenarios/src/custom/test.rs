@@ -39,6 +39,7 @@ pub struct SimTest<R: SimRecipe> {
     variant: &'static str,
     scenarios: Vec<PathBuf>,
     seeds: Range<u64>,
+    plan: Option<zkh_sim::fault::FaultPlan>,
     recipe: PhantomData<R>,
 }
 
@@ -65,6 +66,7 @@ pub fn sim<R: SimRecipe>(variant: &str) -> SimTest<R> {
         variant,
         scenarios: Vec::new(),
         seeds: 0..100,
+        plan: None,
         recipe: PhantomData,
     }
 }
@@ -77,10 +79,42 @@ impl<R: SimRecipe> SimTest<R> {
         self
     }
 
+    /// Runs every scenario under `plan` (a [`FaultPlan`](zkh_sim::fault::FaultPlan) built in
+    /// Rust: `FaultPlan::new().at_ms(..).when(..)`) in place of the faults its file gives. The
+    /// plan is checked as a file's faults are, and each scenario is written with it, as a file,
+    /// under `target/zkh/<recipe>/`, which the reports name (so that they replay).
+    pub fn faults(mut self, plan: zkh_sim::fault::FaultPlan) -> Self {
+        self.plan = Some(plan);
+        self
+    }
+
     /// The seeds to run (default `0..100`), after the ones each file pins.
     pub fn seeds(mut self, seeds: Range<u64>) -> Self {
         self.seeds = seeds;
         self
+    }
+
+    /// The scenario at `path` as this test runs it: with the test's fault plan, written beside
+    /// its reports, if it has one.
+    fn with_plan(&self, path: &Path) -> PathBuf {
+        let Some(plan) = &self.plan else {
+            return path.to_owned();
+        };
+        let loaded = CustomScenario::<R>::load(path)
+            .unwrap_or_else(|error| panic!("{error}"))
+            .loaded;
+        let mut file = loaded.file;
+        file.faults = plan.clone();
+        let dir = super::target_dir().join("zkh").join(R::NAME);
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|error| panic!("cannot create {}: {error}", dir.display()));
+        let stem = path
+            .file_stem()
+            .map_or("scenario".into(), |s| s.to_string_lossy());
+        let written = dir.join(format!("{stem}-planned.toml"));
+        std::fs::write(&written, crate::export::to_toml(&file))
+            .unwrap_or_else(|error| panic!("cannot write {}: {error}", written.display()));
+        written
     }
 
     /// Runs every scenario at every seed.
@@ -96,6 +130,7 @@ impl<R: SimRecipe> SimTest<R> {
         });
         let mut scenarios = Vec::new();
         for path in &self.scenarios {
+            let path = &self.with_plan(path);
             let scenario =
                 CustomScenario::<R>::load(path).unwrap_or_else(|error| panic!("{error}"));
             if let Some(named) = scenario.variant.filter(|named| *named != self.variant) {

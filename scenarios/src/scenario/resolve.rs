@@ -71,6 +71,11 @@ pub struct Resolved {
     pub config: Option<toml::Table>,
 }
 
+/// The properties the host judges of any recipe whose clients declare their knowledge of their
+/// ephemeral nodes (`custom::host`): a client that believes a node its own at the end, and its
+/// session does not own it; an ephemeral at rest that no live client knows of.
+pub(crate) const HOST_JUDGED: [&str; 2] = ["claims are owned", "no orphaned ephemerals"];
+
 /// A problem with a field: its dotted path and what is wrong.
 pub type Problem = (String, String);
 
@@ -243,10 +248,19 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
     if reads.contains(&"sharded") {
         check_judged_cycles(&sharded, fault_ms, liveness_ms)?;
     }
-    let judged: Vec<&str> = (recipe.workload.properties().into_iter())
+    // The recipe's own properties, and the two the host judges of every recipe whose clients
+    // say what they know of their nodes (`ClientCtx::knows`; a machine recipe's driver does):
+    // judged by default, so that a recipe that declares its knowledge is never silently
+    // unjudged.
+    let mut judged: Vec<&str> = (recipe.workload.properties().into_iter())
         .filter(|property| property.class != zkh_model::properties::Class::Sometimes)
         .map(|property| property.name)
         .collect();
+    for host in HOST_JUDGED {
+        if !judged.contains(&host) {
+            judged.push(host);
+        }
+    }
     let known = |name: &str, path: String| {
         check(
             judged.contains(&name),
