@@ -70,11 +70,15 @@ pub struct RunResult {
 
 impl RunResult {
     /// Whether the run ended as the scenario expects: a pass, or, for a positive control, the
-    /// violation of its property.
+    /// violation of its property, whether or not another violation heads the outcome (a control
+    /// whose bug also breaks something else was still caught).
     pub fn as_expected(&self, scenario: &Resolved) -> bool {
         match &scenario.expect_violation {
             None => self.outcome == Outcome::Pass,
-            Some(property) => self.outcome.property() == Some(property.as_str()),
+            Some(property) => {
+                self.outcome.property() == Some(property.as_str())
+                    || (self.findings.iter()).any(|f| f.property == *property && !f.holds)
+            }
         }
     }
 }

@@ -425,7 +425,7 @@ fn a_machine_recipes_exported_counterexample_reproduces_in_the_simulator() {
     let out = temp("export-machine");
     let file = out.join("lock-model-herd.toml");
     let path = file.to_str().expect("utf-8");
-    let (code, stdout, _) = zkharness(&[
+    let (code, stdout, stderr) = zkharness(&[
         "check",
         "lock-model",
         "--variant",
@@ -436,6 +436,11 @@ fn a_machine_recipes_exported_counterexample_reproduces_in_the_simulator() {
         path,
     ]);
     assert_eq!(code, 1, "{stdout}");
+    // The export says whether the simulator reproduced it.
+    assert!(
+        stderr.contains("the simulator reproduces \"herd free\" at seed 0"),
+        "{stderr}"
+    );
     let (code, swept, _) = zkharness(&["sweep", path, "--out", out.to_str().expect("utf-8")]);
     assert_eq!(code, 0, "caught as the file expects: {swept}");
     assert!(swept.contains("caught@"), "{swept}");

@@ -512,7 +512,97 @@ pub(crate) fn write_scenario<W: Workload>(
     let command = format!("zkharness {}", command.join(" "));
     let scenario = crate::export::export_from(recipe, model, property, path, &command);
     std::fs::write(file, to_toml(&scenario))
-        .map_err(|error| format!("cannot write {}: {error}", file.display()))
+        .map_err(|error| format!("cannot write {}: {error}", file.display()))?;
+    #[cfg(madsim)]
+    verify_export(file);
+    Ok(())
+}
+
+/// Runs the exported scenario `file` on the simulated ensemble for the seeds it expects its
+/// violation within, and says on stderr whether the simulator reproduced it: the export keeps
+/// the faults and their order, and the simulator supplies the timing, which the model's
+/// interleaving may need otherwise (then the scenario is a lead, not a reproduction).
+#[cfg(madsim)]
+fn verify_export(file: &std::path::Path) {
+    let shown = file.display();
+    match reproduced(file) {
+        Err(message) => eprintln!("zkharness: {shown}: {message}"),
+        Ok(Reproduced::NotJudged) => eprintln!(
+            "zkharness: {shown}: the simulator does not judge this property; the scenario runs \
+             the counterexample's faults for a look at its timeline"
+        ),
+        Ok(Reproduced::At(property, seed)) => {
+            eprintln!("zkharness: {shown}: the simulator reproduces \"{property}\" at seed {seed}")
+        }
+        Ok(Reproduced::Not(property, seeds)) => eprintln!(
+            "zkharness: {shown}: NOT REPRODUCED: the simulator did not show \"{property}\" on \
+             any of seeds 0..{seeds}: the export keeps the counterexample's faults and their \
+             order, not the timing its interleaving needs; sweep more seeds, or script the \
+             faults nearer the operations they must meet"
+        ),
+    }
+}
+
+/// What the simulator made of an exported scenario.
+#[cfg(madsim)]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Reproduced {
+    /// The simulator does not judge the property (a model-only one).
+    NotJudged,
+    /// The property was violated at this seed.
+    At(String, u64),
+    /// Not on any of this many seeds.
+    Not(String, u64),
+}
+
+/// Runs the scenario `file` for the seeds it expects its violation within (see
+/// [`verify_export`]).
+#[cfg(madsim)]
+pub(crate) fn reproduced(file: &std::path::Path) -> Result<Reproduced, String> {
+    let loaded = crate::scenario::load(file).map_err(|error| error.to_string())?;
+    let scenario = &loaded.resolved;
+    let Some(expected) = &scenario.expect_violation else {
+        return Ok(Reproduced::NotJudged);
+    };
+    let seeds = scenario.sweep_seeds(0..scenario.within_seeds);
+    let caught = (seeds.iter()).find(|seed| {
+        let result = crate::runner::run(scenario, **seed);
+        // Shown, whether or not another violation heads the run's outcome.
+        (result.findings.iter()).any(|f| f.property == *expected && !f.holds)
+    });
+    Ok(match caught {
+        Some(seed) => Reproduced::At(expected.clone(), *seed),
+        None => Reproduced::Not(expected.clone(), scenario.within_seeds),
+    })
+}
+
+#[cfg(all(test, madsim))]
+mod tests {
+    use super::*;
+
+    /// The check can fail: a scenario expecting a violation its recipe never shows is not
+    /// reproduced; the catalogue's herd control is, at seed 0.
+    #[test]
+    fn an_export_that_the_simulator_does_not_reproduce_is_told_apart() {
+        let dir = std::env::temp_dir().join(format!("zkh-reproduced-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        let never = dir.join("never.toml");
+        let text = "[workload]\nrecipe = \"lock-model\"\nclients = 3\n\n[phases]\n\
+                    fault_ms = 3000\nliveness_ms = 2000\n\n[expect]\nviolation = \"herd free\"\n\
+                    within_seeds = 2\n";
+        std::fs::write(&never, text).expect("written");
+        assert_eq!(
+            reproduced(&never),
+            Ok(Reproduced::Not("herd free".to_owned(), 2))
+        );
+        let herd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("catalog/control-lock-model-herd.toml");
+        assert_eq!(
+            reproduced(&herd),
+            Ok(Reproduced::At("herd free".to_owned(), 0))
+        );
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
 }
 
 /// For a known-bad variant that showed no violation, how it is caught (on stdout with the
