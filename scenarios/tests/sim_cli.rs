@@ -722,3 +722,44 @@ fn sweep_runs_another_variant_and_its_reruns_name_it() {
     assert!(stderr.contains("nope"), "{stderr}");
     std::fs::remove_dir_all(&out).expect("clean up");
 }
+
+/// A report cut short anywhere is bad input for `report` and `replay` (exit 64, named by file,
+/// line and column), never a panic.
+#[test]
+fn a_truncated_report_is_bad_input_wherever_it_is_cut() {
+    let out = temp("truncated");
+    let out_dir = out.to_str().expect("utf-8");
+    let (code, stdout, _) = zkharness(&[
+        "run",
+        "catalog/lock-gc-pause.toml",
+        "--seed",
+        "0",
+        "--out",
+        out_dir,
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let text = std::fs::read_to_string(out.join("lock-gc-pause-seed0.json")).expect("the report");
+    let cut = out.join("cut.json");
+    let step = (text.len() / 40).max(1);
+    for at in (0..text.len() - 2).step_by(step) {
+        let mut end = at;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        std::fs::write(&cut, &text[..end]).expect("written");
+        let shown = cut.to_str().expect("utf-8");
+        for args in [vec!["report", shown, "--html", "-"], vec!["replay", shown]] {
+            let (code, _, stderr) = zkharness(&args);
+            assert_eq!(code, 64, "{args:?} cut at {end}: {stderr}");
+            assert!(
+                stderr.contains("cut.json:"),
+                "{args:?} cut at {end}: {stderr}"
+            );
+            assert!(
+                !stderr.contains("panicked"),
+                "{args:?} cut at {end}: {stderr}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&out).expect("clean up");
+}

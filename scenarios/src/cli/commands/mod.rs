@@ -489,3 +489,62 @@ pub fn shrink(args: ShrinkArgs) -> ExitCode {
         without_simulator("shrink")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Numbers at every limit a seed range meets.
+    const LIMITS: &[&str] = &[
+        "0",
+        "1",
+        "9999999",
+        "10000000",
+        "10000001",
+        "4000000000",
+        "9223372036854775807",
+        "18446744073709551614",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-1",
+        "",
+        "x",
+        " 1",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// A range of numbers at their limits, or any text: refused with a message, or a
+        /// non-empty range of at most MAX_SEEDS seeds; never a panic.
+        #[test]
+        fn a_seed_range_is_read_or_refused_never_a_panic(
+            start in prop::sample::select(LIMITS),
+            end in prop::sample::select(LIMITS),
+            noise in ".{0,12}",
+            raw in any::<bool>(),
+        ) {
+            let text = if raw { noise } else { format!("{start}..{end}") };
+            match parse_range(&text) {
+                Ok(range) => prop_assert!(
+                    range.start < range.end && range.end - range.start <= MAX_SEEDS,
+                    "{text}: {range:?}"
+                ),
+                Err(message) => prop_assert!(!message.is_empty()),
+            }
+        }
+
+        /// A shard of any two numbers: a valid one or a message, never a panic.
+        #[test]
+        fn a_shard_is_read_or_refused_never_a_panic(
+            index in prop::sample::select(LIMITS),
+            count in prop::sample::select(LIMITS),
+        ) {
+            match parse_shard(&format!("{index}/{count}")) {
+                Ok((i, n)) => prop_assert!(i < n),
+                Err(message) => prop_assert!(!message.is_empty()),
+            }
+        }
+    }
+}
