@@ -4,8 +4,10 @@
 //! watch and session events (so that, as the trait promises, a watch event is seen before the
 //! reply that reflects its change), the reply of the operation in flight, expired timers, and
 //! application requests. The priority only breaks ties: a client hands out an event once every
-//! reply that arrived before it has been taken, so a reply is never overtaken by a later event. Operations run one at a time, in the order the machine issued them,
-//! which keeps the client's FIFO order. Timers sleep on the host's [`Clock`].
+//! reply that arrived before it has been taken, so a reply is never overtaken by a later event.
+//! Operations run one at a time, in the order the machine issued them, which keeps the client's
+//! FIFO order; a [pipelined](Machine::pipelined) machine's are all sent at once, in that order,
+//! and their replies handed over in it. Timers sleep on the host's [`Clock`].
 //!
 //! One driver per client: it takes every event of the client's session.
 //!
@@ -188,19 +190,23 @@ where
     M: Machine,
 {
     let mut queue: std::collections::VecDeque<(OpId, Request)> = std::collections::VecDeque::new();
-    let mut in_flight: Option<InFlight> = None;
+    let mut in_flight: std::collections::VecDeque<Slot> = std::collections::VecDeque::new();
     let mut timers = Timers::default();
     let mut out = Vec::new();
     loop {
-        if in_flight.is_none() {
-            if let Some((id, request)) = queue.pop_front() {
-                let client = Arc::clone(&client);
-                in_flight = Some(Box::pin(
-                    async move { (id, execute(&*client, &request).await) },
-                ));
-            }
+        let limit = if machine.pipelined() { usize::MAX } else { 1 };
+        while in_flight.len() < limit {
+            let Some((id, request)) = queue.pop_front() else {
+                break;
+            };
+            let client = Arc::clone(&client);
+            let future: InFlight = Box::pin(async move { (id, execute(&*client, &request).await) });
+            in_flight.push_back(Slot {
+                future: Some(future),
+                done: None,
+            });
         }
-        knowledge.publish(&machine, in_flight.is_some());
+        knowledge.publish(&machine, !in_flight.is_empty() || !machine.settled());
         let input = tokio::select! {
             // Polled in this order: events before replies (the trait's ordering promise), and no
             // random branch order (it would be entropy from outside the seed).
@@ -232,16 +238,35 @@ where
     }
 }
 
-async fn poll_in_flight(in_flight: &mut Option<InFlight>) -> (OpId, Result<Response, ZkError>) {
-    std::future::poll_fn(|cx| match in_flight.as_mut() {
-        Some(future) => match future.as_mut().poll(cx) {
-            Poll::Ready(done) => {
-                *in_flight = None;
+/// An operation sent and not yet handed to the machine: its future until it completes, then
+/// its reply, kept until every operation sent before it has been handed over.
+struct Slot {
+    future: Option<InFlight>,
+    done: Option<(OpId, Result<Response, ZkError>)>,
+}
+
+/// The reply of the operation sent first among those in flight, once it has come: every
+/// operation's future is polled (each sends its request when first polled), and replies are
+/// handed over in the order the operations were sent.
+async fn poll_in_flight(
+    in_flight: &mut std::collections::VecDeque<Slot>,
+) -> (OpId, Result<Response, ZkError>) {
+    std::future::poll_fn(|cx| {
+        for slot in in_flight.iter_mut() {
+            if let Some(future) = slot.future.as_mut() {
+                if let Poll::Ready(done) = future.as_mut().poll(cx) {
+                    slot.future = None;
+                    slot.done = Some(done);
+                }
+            }
+        }
+        match in_flight.front_mut().and_then(|slot| slot.done.take()) {
+            Some(done) => {
+                in_flight.pop_front();
                 Poll::Ready(done)
             }
-            Poll::Pending => Poll::Pending,
-        },
-        None => Poll::Pending,
+            None => Poll::Pending,
+        }
     })
     .await
 }

@@ -19,6 +19,7 @@
 //! sockets.
 
 pub mod client;
+pub mod curator;
 pub mod driver;
 pub mod elastic_job;
 pub mod election;

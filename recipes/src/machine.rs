@@ -110,6 +110,20 @@ pub trait Machine: Clone + Eq + Hash + Debug + Send + 'static {
     fn claimed_ephemerals(&self) -> Option<Vec<String>> {
         None
     }
+
+    /// Whether nothing the machine started is still pending inside it (an operation asleep
+    /// before a retry, a notice not yet handed over): only a settled machine's
+    /// [`known_ephemerals`](Machine::known_ephemerals) are judged. By default true.
+    fn settled(&self) -> bool {
+        true
+    }
+
+    /// Whether the driver sends the machine's operations as soon as it issues them, several in
+    /// flight at once (Curator's background operations), rather than one at a time. Replies
+    /// still come back in the order the operations were sent. By default false.
+    fn pipelined(&self) -> bool {
+        false
+    }
 }
 
 /// An id allocator, part of a machine's state: it knows which ids are still *outstanding* (an

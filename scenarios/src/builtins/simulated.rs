@@ -54,8 +54,14 @@ impl Registration for BuiltIn {
     /// `ConnectionStateManager`, since Curator 3.0, on by default): the lock and the latch
     /// follow Curator 5. Elastic-Job 2.1.5 (the election, the job) is built on Curator 2.10,
     /// which instead makes a new handle on the first operation past its timeouts
-    /// ([`LocalExpiry::Curator2`]); the classic master runs on the Java client alone.
-    fn local_expiry(&self) -> LocalExpiry {
+    /// ([`LocalExpiry::Curator2`]); the classic master runs on the Java client alone. A
+    /// Curator release profile runs on its release's client: `curator-2.10.0` on Curator 2's.
+    fn local_expiry(&self, variant: &str) -> LocalExpiry {
+        match zkh_recipes::curator::Release::named(variant) {
+            Some(zkh_recipes::curator::Release::V2_10_0) => return LocalExpiry::Curator2,
+            Some(_) => return LocalExpiry::Curator,
+            None => {}
+        }
         match self.name {
             LOCK | LATCH => LocalExpiry::Curator,
             ELECTION | JOB => LocalExpiry::Curator2,

@@ -46,8 +46,8 @@ pub trait Registration: Send + Sync + 'static {
     }
     /// How the recipe's client library ends a session it cannot reconnect, where the scenario
     /// does not say (`[workload] local_expiry`): by default only on a server's word, as the Java
-    /// client does.
-    fn local_expiry(&self) -> LocalExpiry {
+    /// client does. `variant` is the scenario's (a release profile names its client library).
+    fn local_expiry(&self, _variant: &str) -> LocalExpiry {
         LocalExpiry::Never
     }
     /// The defaults of the run's phases for this recipe.

@@ -318,7 +318,8 @@ pub(super) fn resolve(name: &str, file: &ScenarioFile) -> Result<Resolved, Probl
         "expect.within_seeds",
         format!("expected 1 to 100000 seeds, found {within_seeds}"),
     )?;
-    let local_expiry = (w.local_expiry).unwrap_or_else(|| recipe.registration.local_expiry());
+    let local_expiry =
+        (w.local_expiry).unwrap_or_else(|| recipe.registration.local_expiry(&variant));
     Ok(Resolved {
         name: name.to_owned(),
         recipe,

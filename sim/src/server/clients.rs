@@ -108,6 +108,13 @@ impl Server {
                         asked: false,
                     });
                     self.advance_held(session);
+                } else if request.is_write() && self.behind_a_sync(session) {
+                    let queue = self.held.entry(session).or_default();
+                    queue.push_back(Held::Unsent {
+                        origin,
+                        session,
+                        request,
+                    });
                 } else if request.is_write() {
                     if !self.config.defects.reads_pass_own_writes {
                         let queue = self.held.entry(session).or_default();
@@ -211,6 +218,15 @@ impl Server {
         self.advance_held(session);
     }
 
+    /// Whether `session` has a sync held, not yet answered.
+    fn behind_a_sync(&self, session: SessionId) -> bool {
+        (self.held.get(&session)).is_some_and(|queue| {
+            queue
+                .iter()
+                .any(|h| matches!(h, Held::Sync { .. } | Held::Unsent { .. }))
+        })
+    }
+
     /// The sync of `origin` was answered (or its connection is gone): answers what was held
     /// behind it.
     pub(super) fn release_sync(&mut self, origin: Origin) {
@@ -247,6 +263,23 @@ impl Server {
                         unreachable!("matched a read at the front");
                     };
                     self.serve_read(client, conn, xid, session, &request);
+                }
+                Some(Held::Unsent { .. }) => {
+                    let Some(Held::Unsent {
+                        origin,
+                        session,
+                        request,
+                    }) = queue.pop_front()
+                    else {
+                        unreachable!("matched an unsent write at the front");
+                    };
+                    if !self.config.defects.reads_pass_own_writes {
+                        queue.push_front(Held::Write(origin.xid));
+                    }
+                    self.submit(Txn {
+                        kind: TxnKind::Write { session, request },
+                        origin: Some(origin),
+                    });
                 }
                 Some(Held::Sync { origin, asked }) if !*asked => {
                     let origin = *origin;

@@ -264,6 +264,14 @@ enum Held {
     /// A sync: not yet `asked` of the leader while requests before it are held; answered,
     /// it lets what is behind it go.
     Sync { origin: Origin, asked: bool },
+    /// A write that came behind a sync not yet answered: submitted once the sync is, so that
+    /// the sync's answer cannot include it (ZooKeeper's leader takes a sync's zxid before it
+    /// proposes the session's next write).
+    Unsent {
+        origin: Origin,
+        session: SessionId,
+        request: zkh_model::Request,
+    },
     /// A read waiting for the writes before it.
     Read {
         client: u32,

@@ -50,13 +50,17 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::curator::Release;
 use crate::error::ZkError;
 use crate::event::{EventType, SessionEvent};
-use crate::machine::{Command, Ids, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
+use crate::machine::{Command, Ids, Input, OpId, TimerId, RETRY_AFTER_MS};
 use crate::path::{ancestors, join};
 use crate::request::{Request, Response};
 use crate::symmetry::{hash_ordered, Renaming, Symmetric};
 use crate::types::{CreateMode, SessionId};
+
+mod machine;
+pub use machine::LatchMachine;
 
 /// Which latch: the correct one, or a known-bad variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -74,6 +78,9 @@ pub enum LatchVariant {
     RequeueWhenBehind,
     /// After a create's reply is lost, create again without looking for the lost create's node.
     Unprotected,
+    /// A Curator release's `LeaderLatch`, ported from its tag ([`crate::curator::leader_latch`]).
+    #[serde(untagged)]
+    Curator(Release),
 }
 
 /// What the application asks of a latch.
@@ -114,14 +121,14 @@ enum Step {
     Requeue,
 }
 
-/// Curator's `LeaderLatch` as a state machine.
+/// The project's own latch (every variant but [`LatchVariant::Curator`]).
 ///
 /// Its hash (plain and renamed) leaves out what is fixed when it is made: its directory, its uuid
 /// and its participant id. In a model checker's state a client's machine always holds its own (a
 /// renaming of the clients moves them with the client), so they tell no two states apart, and
 /// hashing them on every step would only cost time.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LatchMachine {
+pub struct SafeLatch {
     variant: LatchVariant,
     dir: Arc<str>,
     uuid: Arc<str>,
@@ -146,10 +153,10 @@ pub struct LatchMachine {
     forgets_creates_on_close: bool,
 }
 
-impl LatchMachine {
+impl SafeLatch {
     /// A latch on `dir` for `participant`, with the host's `uuid` for protection.
-    pub fn new(variant: LatchVariant, dir: &str, participant: &str, uuid: &str) -> LatchMachine {
-        LatchMachine {
+    fn new(variant: LatchVariant, dir: &str, participant: &str, uuid: &str) -> SafeLatch {
+        SafeLatch {
             variant,
             dir: dir.into(),
             uuid: uuid.into(),
@@ -171,8 +178,8 @@ impl LatchMachine {
 
     /// This latch, closed while its create is in flight, forgetting the create: the known-bad
     /// shortcut of the election's `forgetful-close` control.
-    pub(crate) fn forgetting_creates_on_close(self) -> LatchMachine {
-        LatchMachine {
+    fn forgetting_creates_on_close(self) -> SafeLatch {
+        SafeLatch {
             forgets_creates_on_close: true,
             ..self
         }
@@ -433,15 +440,7 @@ impl LatchMachine {
     }
 }
 
-impl Machine for LatchMachine {
-    type Request = LatchRequest;
-    type Report = LatchReport;
-
-    /// Its node, leading or not.
-    fn known_ephemerals(&self) -> Option<Vec<String>> {
-        Some(self.own_node().map(str::to_owned).into_iter().collect())
-    }
-
+impl SafeLatch {
     fn handle(&mut self, input: Input<LatchRequest>, out: &mut Vec<Command<LatchReport>>) {
         self.ids.note(&input);
         match input {
@@ -576,10 +575,10 @@ impl Symmetric for Step {
     }
 }
 
-/// Everything but what is fixed when the machine is made (see [`LatchMachine`]).
-impl Hash for LatchMachine {
+/// Everything but what is fixed when the machine is made (see [`SafeLatch`]).
+impl Hash for SafeLatch {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        let LatchMachine {
+        let SafeLatch {
             variant,
             dir: _,
             uuid: _,
@@ -610,9 +609,9 @@ impl Hash for LatchMachine {
 
 /// The latch's identities: the names built from its uuid, its session, and the predecessor it
 /// watches (the uuid and participant id themselves are fixed: see [`LatchMachine`]).
-impl Symmetric for LatchMachine {
+impl Symmetric for SafeLatch {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
-        let LatchMachine {
+        let SafeLatch {
             variant,
             dir: _,
             uuid: _,
@@ -642,6 +641,7 @@ impl Symmetric for LatchMachine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::Machine;
     use crate::types::{Created, Stat};
 
     fn op_of(out: &[Command<LatchReport>]) -> (OpId, Request) {
