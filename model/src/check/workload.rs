@@ -97,10 +97,10 @@ pub trait Workload: Clone + Debug + PartialEq + Eq + Hash + Send + Sync + 'stati
         false
     }
     /// Whether `machine` has no background work left that a settled moment must wait for
-    /// (retries, listeners). By default it has none beyond what is in flight.
+    /// (retries, listeners). By default what the machine says ([`Machine::settled`]: an
+    /// operation asleep before its retry, a connection state not yet handed to a listener).
     fn at_rest(&self, machine: &Self::Machine) -> bool {
-        let _ = machine;
-        true
+        machine.settled()
     }
     /// Whether the workload names what its clients believe they own
     /// ([`Workload::claimed_nodes`]); when not, the ownership invariant costs nothing.

@@ -385,7 +385,7 @@ impl<T: Clone + Eq + Hash + std::fmt::Debug> Framework<T> {
         if let Some(tag) = op.tag {
             up.push(Upcall::Callback {
                 tag,
-                result: Err(error.clone()),
+                result: Err(error),
             });
         }
         match error {

@@ -16,7 +16,7 @@ pub struct LatchMachine(Kind);
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Kind {
     Own(SafeLatch),
-    Curator(Box<CuratorLatch>),
+    Curator(CuratorLatch),
 }
 
 impl LatchMachine {
@@ -24,7 +24,7 @@ impl LatchMachine {
     pub fn new(variant: LatchVariant, dir: &str, participant: &str, uuid: &str) -> LatchMachine {
         LatchMachine(match variant {
             LatchVariant::Curator(release) => {
-                Kind::Curator(Box::new(CuratorLatch::new(release, dir, participant, uuid)))
+                Kind::Curator(CuratorLatch::new(release, dir, participant, uuid))
             }
             own => Kind::Own(SafeLatch::new(own, dir, participant, uuid)),
         })
