@@ -22,10 +22,10 @@
 //!
 //! | upstream (`curator-framework/.../imps/` unless named) | here | test |
 //! | --- | --- | --- |
-//! | `CuratorFrameworkImpl.processBackgroundOperation`: a retryable code goes to `checkBackgroundRetry`, any other to the callback (2.10.0 l. 502–531, 5.4.0 l. 662–692) | [`Framework::on_reply`], `Stage::Attempt` | `a_lost_reply_is_retried_and_only_its_outcome_is_called_back` |
+//! | `CuratorFrameworkImpl.processBackgroundOperation`: a retryable code goes to `checkBackgroundRetry`, any other to the callback (2.10.0 l. 502–531, 5.4.0 l. 662–692) | `Framework::on_reply`, `Stage::Attempt` | `a_lost_reply_is_retried_and_only_its_outcome_is_called_back` |
 //! | `RetryPolicy.allowRetry(Throwable)` / `RetryLoop.shouldRetry`: `CONNECTIONLOSS`, `OPERATIONTIMEOUT`, `SESSIONMOVED`, `SESSIONEXPIRED` (5.4.0 `RetryPolicy.java` l. 47–58, 2.10.0 `RetryLoop.java` l. 150–156) | [`retryable`] | `an_expired_session_is_retried_in_the_new_one` |
-//! | `checkBackgroundRetry`: retries exhausted → error callback, then the callback with the code, then `validateConnection(codeToState(code))` (2.10.0 l. 705–756, 5.4.0 l. 862–931) | [`Framework::give_up`] | `exhausted_retries_call_back_the_error_and_suspend` |
-//! | `performBackgroundOperation`: not connected → sleep 1 s and requeue until the connection timeout, then a `CONNECTIONLOSS` through `checkBackgroundRetry` (2.10.0 l. 825–872, 5.4.0 l. 1002–1040) | [`Framework::perform`] | `an_operation_waits_for_the_connection_then_counts_a_loss` |
+//! | `checkBackgroundRetry`: retries exhausted → error callback, then the callback with the code, then `validateConnection(codeToState(code))` (2.10.0 l. 705–756, 5.4.0 l. 862–931) | `Framework::give_up` | `exhausted_retries_call_back_the_error_and_suspend` |
+//! | `performBackgroundOperation`: not connected → sleep 1 s and requeue until the connection timeout, then a `CONNECTIONLOSS` through `checkBackgroundRetry` (2.10.0 l. 825–872, 5.4.0 l. 1002–1040) | `Framework::perform` | `an_operation_waits_for_the_connection_then_counts_a_loss` |
 //! | `validateConnection(SyncConnected)` → `unSleepBackgroundOperations` (5.x only, 5.4.0 l. 781–785, 1053–1066) | `Framework::on_connected` | `a_reconnection_wakes_sleeping_operations_in_5_only` |
 //! | `validateConnection` → `checkInstanceIndex`: a new handle posts LOST (5.x only, 5.4.0 l. 796–802) | `Framework::on_connected` | `a_new_session_is_lost_then_reconnected_in_5` |
 //! | `suspendConnection` → `doSyncForSuspendedConnection`: a `sync` whose retries run out posts LOST (2.10.0 l. 665–703) | `Kind::SuspendSync` | `curator_2_posts_lost_when_its_sync_gives_up` |
