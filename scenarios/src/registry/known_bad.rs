@@ -290,9 +290,11 @@ mod tests {
             for variant in known.trim_end_matches(')').split(", ") {
                 let entry = known_bad(recipe, variant);
                 let simulated = simulator_only(recipe, variant);
+                // A release profile is no control: what it breaks is a finding.
+                let profile = zkh_recipes::curator::Release::named(variant).is_some();
                 assert_eq!(
                     entry.is_some() || simulated.is_some(),
-                    variant != "correct",
+                    variant != "correct" && !profile,
                     "{recipe} {variant}"
                 );
             }
