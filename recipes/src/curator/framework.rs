@@ -542,9 +542,7 @@ impl<T: Clone + Eq + Hash + std::fmt::Debug> Framework<T> {
             mode: CreateMode::Container,
         };
         op.stage = Stage::Parents(rest);
-        let id = self.ids.fresh();
-        self.pending.insert(id, op);
-        out.push(Command::Op { id, request });
+        self.send(op, request, out);
     }
 
     fn on_session<P>(&mut self, event: SessionEvent, out: &mut Vec<Command<P>>) {
