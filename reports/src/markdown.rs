@@ -17,7 +17,7 @@ pub fn markdown(summary: &SweepSummary) -> String {
     let verdict = if summary.ok { "passed" } else { "FAILED" };
     let _ = writeln!(
         out,
-        "## zkharness sweep {verdict}\n\n{} scenarios, {} seeds (`{}`{}), {} not as expected; {:.1} s on {} threads, {:.0} seeds/s; commit `{}`\n",
+        "## zkharness sweep {verdict}\n\n{} scenarios, {} seeds (`{}`{}), {} not as expected; {:.1} s on {} threads, {:.0} seeds/s; commit `{}`{}\n",
         summary.scenarios.len(),
         summary.seeds_run,
         summary.seeds,
@@ -29,7 +29,12 @@ pub fn markdown(summary: &SweepSummary) -> String {
         summary.wall_s,
         summary.jobs,
         summary.seeds_run as f64 / summary.wall_s.max(1e-9),
-        summary.commit
+        summary.commit,
+        if summary.combined_trace.is_empty() {
+            String::new()
+        } else {
+            format!(", combined trace `{}`", summary.combined_trace)
+        }
     );
     out.push_str(
         "| scenario | expected | seeds | result | seeds/s |\n| --- | --- | ---: | --- | ---: |\n",

@@ -7,6 +7,8 @@
 //! resolved options, the outcome, every finding, the planned faults that did not fire, the whole
 //! history and its trace hash, and the command that reproduces it.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use zkh_model::properties::{Class, Finding};
 use zkh_model::History;
@@ -247,6 +249,19 @@ pub struct SweepFailure {
     /// Where its report was written, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<String>,
+    /// The exit code its outcome has alone (`zkharness merge` ranks a merged sweep's exit code
+    /// from these); absent in summaries written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<u8>,
+}
+
+/// One seed's trace hash, as a shard's summary keeps it for `zkharness merge`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedTrace {
+    /// The seed.
+    pub seed: u64,
+    /// Its run's trace hash (hex).
+    pub trace: String,
 }
 
 /// One scenario of a sweep.
@@ -278,6 +293,13 @@ pub struct ScenarioSummary {
     /// none of them happened, a scenario expecting a pass passed emptily and is not ok.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sometimes_never: Vec<String>,
+    /// The recipe's own `sometimes` companions, each with whether it happened on a seed run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sometimes: BTreeMap<String, bool>,
+    /// Only in a shard's summary (`sweep --shard`): each seed's trace hash, in seed order, so
+    /// that `zkharness merge` computes the combined trace of every shard's seeds together.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traces: Vec<SeedTrace>,
 }
 
 /// A whole sweep.
@@ -292,6 +314,9 @@ pub struct SweepSummary {
     /// The shard run, `i/n`, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// The variant every scenario ran with in place of its file's (`sweep --variant`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     /// Worker threads.
     pub jobs: usize,
     /// Each scenario.
@@ -302,6 +327,11 @@ pub struct SweepSummary {
     pub wall_s: f64,
     /// Whether every scenario ended as expected.
     pub ok: bool,
+    /// The sweep's combined trace hash (hex): FNV-1a over the scenarios' combined traces, in
+    /// the order of `scenarios`. Two sweeps of the same files and seeds on the same commit have
+    /// the same one however their seeds were spread over threads, shards and machines.
+    #[serde(default)]
+    pub combined_trace: String,
 }
 
 /// FNV-1a over `bytes`: the scenario text's hash, and the sweeps' combined trace.

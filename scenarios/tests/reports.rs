@@ -305,6 +305,39 @@ fn reports_match_their_schemas_junit_parses_and_markdown_holds_the_repro() {
         markdown.to_str().expect("utf-8"),
     ]);
     assert_eq!(code, 2, "the sweep fails on liveness: {stdout}");
+    // The same sweep in two shards, each summary beside the reports, and their merge.
+    let mut shards = Vec::new();
+    for shard in ["0/2", "1/2"] {
+        let json = out.join(format!("shard-{}.json", &shard[..1]));
+        let (code, stdout, _) = zkharness(&[
+            "sweep",
+            failing.to_str().expect("utf-8"),
+            "catalog/latch-crash.toml",
+            "--seeds",
+            "0..3",
+            "--shard",
+            shard,
+            "--out",
+            out.join(format!("shard-{}", &shard[..1]))
+                .to_str()
+                .expect("utf-8"),
+            "--json",
+            json.to_str().expect("utf-8"),
+        ]);
+        assert_eq!(code, 2, "each shard has a failing seed: {stdout}");
+        shards.push(json.display().to_string());
+    }
+    let merged = out.join("merged.json");
+    let (code, stdout, _) = zkharness(&[
+        "merge",
+        &shards[0],
+        &shards[1],
+        "--out",
+        out.join("merged").to_str().expect("utf-8"),
+        "--json",
+        merged.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 2, "the merge fails as the sweep did: {stdout}");
     for entry in std::fs::read_dir(&out)
         .expect("the folder")
         .chain(std::fs::read_dir(&sweep_out).expect("the sweep's folder"))
@@ -315,7 +348,7 @@ fn reports_match_their_schemas_junit_parses_and_markdown_holds_the_repro() {
         }
     }
     assert!(
-        documents.len() >= 6,
+        documents.len() >= 9,
         "run reports, failure reports, the summary: {documents:?}"
     );
     let mut args: Vec<&Path> = vec![Path::new(concat!(

@@ -47,6 +47,10 @@ enum Command {
     /// that reproduces each.
     #[command(after_help = exit::TABLE)]
     Sweep(commands::SweepArgs),
+    /// Merge the summaries of a sweep's shards (`sweep --shard I/N`, on several machines) into
+    /// the summary, verdicts, exit code and combined trace of the unsharded sweep.
+    #[command(after_help = exit::TABLE)]
+    Merge(commands::MergeArgs),
     /// Run a report's seed again and compare the histories event by event.
     #[command(after_help = exit::TABLE)]
     Replay(commands::ReplayArgs),
@@ -124,6 +128,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(args) => Ok(commands::run(args)),
         Command::Sweep(args) => Ok(commands::sweep(args)),
+        Command::Merge(args) => Ok(commands::merge(args)),
         Command::Replay(args) => Ok(commands::replay(args)),
         Command::Shrink(args) => Ok(commands::shrink(args)),
         Command::Report(args) => Ok(commands::report(args)),

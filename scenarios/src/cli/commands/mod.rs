@@ -20,6 +20,7 @@ mod bench_model;
 mod differential;
 #[cfg(not(madsim))]
 mod guarantees_real;
+mod merge;
 #[cfg(not(madsim))]
 mod real;
 #[cfg(madsim)]
@@ -29,6 +30,7 @@ mod report;
 mod run;
 #[cfg(madsim)]
 mod shrink;
+mod summary;
 #[cfg(madsim)]
 mod sweep;
 
@@ -310,15 +312,9 @@ pub struct SweepArgs {
     /// modulo N, and the positive controls and pinned scenarios whose place in the list is.
     #[arg(long, value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,
-    /// Write the summary as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write the summary as JUnit XML to this file (one test suite per scenario).
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Write the summary as Markdown to this file (a CI job summary: `$GITHUB_STEP_SUMMARY`).
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
+    /// Copies of the summary elsewhere.
+    #[command(flatten)]
+    pub copies: SummaryCopies,
     /// Write each failure's report (JSON) and timeline (HTML), and the summary
     /// (`summary.json`, `summary.md`, `junit.xml`), into this folder.
     #[arg(long, value_name = "DIR", default_value = "zkharness-reports")]
@@ -332,6 +328,36 @@ pub struct SweepArgs {
     #[arg(long, hide = true)]
     pub without_guarantees: bool,
 }
+
+/// `zkharness merge`.
+#[derive(Args)]
+pub struct MergeArgs {
+    /// The shards' summaries (`summary.json` of each `sweep --shard I/N`), every slice once.
+    #[arg(required = true)]
+    pub summaries: Vec<PathBuf>,
+    /// Write the merged summary (`summary.json`, `summary.md`, `junit.xml`) into this folder.
+    #[arg(long, value_name = "DIR", default_value = "zkharness-reports")]
+    pub out: PathBuf,
+    /// Copies of the merged summary elsewhere.
+    #[command(flatten)]
+    pub copies: SummaryCopies,
+}
+
+/// Where a sweep's summary is copied beside `--out` (`sweep` and `merge`).
+#[derive(Args)]
+pub struct SummaryCopies {
+    /// Write the summary as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the summary as JUnit XML to this file (one test suite per scenario).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write the summary as Markdown to this file (a CI job summary: `$GITHUB_STEP_SUMMARY`).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+pub use merge::merge;
 
 /// `zkharness report`.
 #[derive(Args)]

@@ -21,7 +21,11 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 
 /// `text`, the file `path`, read as a `what`; refused with the line and column of the first
 /// thing that is not one (the typed read of the text itself, which knows where it is).
-fn typed<T: serde::de::DeserializeOwned>(path: &Path, text: &str, what: &str) -> Result<T, String> {
+pub(super) fn typed<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+    what: &str,
+) -> Result<T, String> {
     serde_json::from_str(text).map_err(|error| {
         format!(
             "{}:{}:{}: not a readable {what}: {error}",
