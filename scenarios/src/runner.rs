@@ -60,6 +60,9 @@ pub struct RunResult {
     pub trace: u64,
     /// Simulated time of the run.
     pub simulated_ms: u64,
+    /// Messages the simulated network delivered in the run, between servers and between clients
+    /// and servers (0 after a crash): the benchmark's measure of the simulator's work.
+    pub messages_delivered: u64,
     /// For a lock, waiters woken per release.
     pub herd: Option<Herd>,
     /// The names of the recipe's own `sometimes` companions among `findings` (not the host's
@@ -109,6 +112,7 @@ impl RunResult {
             history: History::new(),
             trace: 0,
             simulated_ms: 0,
+            messages_delivered: 0,
             herd: None,
             companions: Vec::new(),
         }

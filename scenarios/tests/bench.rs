@@ -82,6 +82,45 @@ fn bench_quick_times_both_sides_and_writes_every_figure() {
     assert!(scenarios
         .iter()
         .all(|s| s["seeds_per_sec"].as_f64().is_some_and(|v| v > 0.0)));
+    // The simulator's work: every run delivers messages and records events, and each recipe
+    // of the catalogue has its totals.
+    for field in [
+        "messages_per_seed",
+        "history_events_per_seed",
+        "messages_per_sec",
+    ] {
+        assert!(
+            scenarios
+                .iter()
+                .all(|s| s[field].as_f64().is_some_and(|v| v > 10.0)),
+            "{field}: {scenarios:?}"
+        );
+    }
+    let recipes = figures["recipes"].as_array().expect("recipes");
+    let named: std::collections::BTreeSet<&str> = scenarios
+        .iter()
+        .filter_map(|s| s["recipe"].as_str())
+        .collect();
+    let totalled: Vec<&str> = recipes
+        .iter()
+        .filter_map(|r| r["recipe"].as_str())
+        .collect();
+    assert_eq!(totalled, named.into_iter().collect::<Vec<_>>());
+    assert_eq!(
+        recipes
+            .iter()
+            .filter_map(|r| r["seeds"].as_u64())
+            .sum::<u64>(),
+        scenarios
+            .iter()
+            .filter_map(|s| s["seeds"].as_u64())
+            .sum::<u64>(),
+        "the recipes' seeds add up to the scenarios'"
+    );
+    assert!(
+        stdout.contains("| recipe (its catalogue scenarios) |"),
+        "{stdout}"
+    );
     assert!(!variants.is_empty(), "the catalogue has controls");
     for variant in variants {
         assert!(

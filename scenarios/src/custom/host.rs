@@ -33,6 +33,8 @@ struct Ran {
     faults_not_fired: Vec<String>,
     /// Each property's name and explanation, for the report's records.
     explanations: Vec<(&'static str, &'static str)>,
+    /// Messages the network handed to a live mailbox (the benchmark's messages per second).
+    messages_delivered: u64,
 }
 
 /// The recipe's run of `seed` under the scenario's faults.
@@ -108,6 +110,7 @@ async fn host<R: SimRecipe>(
         findings,
         guarantees,
         faults_not_fired: cluster.planned_faults_not_fired().to_vec(),
+        messages_delivered: net.link_order().delivered,
         explanations: (properties.iter())
             .map(|property| (property.name, property.explanation))
             .collect(),
@@ -175,6 +178,7 @@ pub(crate) fn run_resolved<R: SimRecipe>(
         faults_not_fired: ran.faults_not_fired,
         simulated_ms: ran.history.entries().last().map_or(0, |e| e.at_us / 1000),
         trace: ran.history.stable_hash(),
+        messages_delivered: ran.messages_delivered,
         herd: R::queue_dir(config).map(|dir| Herd::of(&wakeups(&ran.history, dir))),
         companions: (R::properties(config).iter())
             .filter(|property| property.class == Class::Sometimes)

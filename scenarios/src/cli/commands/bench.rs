@@ -43,6 +43,7 @@ struct Bench {
     #[serde(skip_serializing_if = "Option::is_none")]
     sim_vs_real_ratio: Option<f64>,
     scenarios: Vec<super::bench_catalog::Speed>,
+    recipes: Vec<super::bench_catalog::RecipeSpeed>,
     variants: Vec<super::bench_catalog::ToBug>,
     checks_to_bug: Vec<super::bench_model::CheckToBug>,
     standard_checks: Vec<super::bench_model::StandardCheck>,
@@ -95,6 +96,7 @@ pub(super) fn bench(args: BenchArgs) -> ExitCode {
         real_median_ms: None,
         sim_vs_real_ratio: None,
         scenarios: Vec::new(),
+        recipes: Vec::new(),
         variants: Vec::new(),
         checks_to_bug: Vec::new(),
         standard_checks: Vec::new(),
@@ -109,6 +111,7 @@ pub(super) fn bench(args: BenchArgs) -> ExitCode {
     );
     match super::bench_catalog::measure(&args.catalog, catalog_seeds) {
         Ok((speeds, to_bug)) => {
+            bench.recipes = super::bench_catalog::by_recipe(&speeds);
             bench.scenarios = speeds;
             bench.variants = to_bug;
         }
@@ -216,13 +219,34 @@ fn print_table(bench: &Bench) {
         bench.sim_failover_median_ms
     );
     table(
-        "| scenario | seeds | seeds/s on one thread |\n| --- | ---: | ---: |",
+        "| scenario | seeds | seeds/s on one thread | messages/s | history events/s | messages a seed | events a seed |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
         bench.scenarios.iter().map(|speed| {
             format!(
-                "| {} | {} | {:.0} |",
-                speed.scenario, speed.seeds, speed.seeds_per_sec
+                "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+                speed.scenario,
+                speed.seeds,
+                speed.seeds_per_sec,
+                speed.messages_per_sec,
+                speed.history_events_per_sec,
+                speed.messages_per_seed,
+                speed.history_events_per_seed
             )
         }),
+    );
+    table(
+        "| recipe (its catalogue scenarios) | seeds | seeds/s on one thread | delivered messages/s | history events/s |\n\
+         | --- | ---: | ---: | ---: | ---: |",
+        bench.recipes.iter().map(|recipe| {
+                format!(
+                    "| {} | {} | {:.0} | {:.0} | {:.0} |",
+                    recipe.recipe,
+                    recipe.seeds,
+                    recipe.seeds_per_sec,
+                    recipe.messages_per_sec,
+                    recipe.history_events_per_sec
+                )
+            }),
     );
     table(
         "| known-bad variant (control) | property | time to bug, s | seeds to bug |\n\
