@@ -731,3 +731,9 @@ impl<T: Symmetric> Symmetric for Framework<T> {
 pub(crate) fn waiting_ids<T>(framework: &Framework<T>) -> Vec<u64> {
     framework.pending.keys().copied().collect()
 }
+
+/// The connection state a framework last posted (for tests).
+#[cfg(test)]
+pub(crate) fn connection_state<T>(framework: &Framework<T>) -> Option<ConnectionState> {
+    framework.state
+}

@@ -1,7 +1,7 @@
 //! One test per row of the `LeaderLatch` and framework tables: each drives the branch with the
 //! replies and events the upstream code reacts to, and checks what the release does next.
 
-use super::framework::waiting_ids;
+use super::framework::{connection_state, waiting_ids, ConnectionState};
 use super::leader_latch::CuratorLatch;
 use super::Release;
 use crate::error::ZkError;
@@ -512,19 +512,61 @@ fn a_new_session_is_lost_then_reconnected_in_5() {
 
 #[test]
 fn curator_2_posts_lost_when_its_sync_gives_up() {
-    let mut bench = Bench::started(Release::V2_10_0);
-    bench.session(SessionEvent::Disconnected);
-    assert!(!bench.has("sync"), "not sent while not connected");
-    let five = Bench::started(Release::V5_4_0);
-    let mut five = five;
-    five.session(SessionEvent::Disconnected);
-    let two_pending = waiting_ids(latch_framework(&bench)).len();
-    let five_pending = waiting_ids(latch_framework(&five)).len();
+    // Both releases disconnect and stay disconnected; the timers they arm go off in turn (the
+    // forced 1 s sleeps of each operation waiting for a connection, the listener's turns), 100
+    // of them: returns the state first posted, the operations pending then, and the count of
+    // timers after which LOST was posted, if it was.
+    let run_out = |release: Release| {
+        let mut bench = Bench::started(release);
+        bench.session(SessionEvent::Disconnected);
+        assert!(
+            !bench.has("sync"),
+            "{release:?}: nothing is sent while not connected"
+        );
+        let suspended = connection_state(latch_framework(&bench));
+        let pending = waiting_ids(latch_framework(&bench)).len();
+        // `session` has already given the listener its turns (the zero-delay timers).
+        let mut timers: Vec<u64> = (bench.out.iter())
+            .filter_map(|c| match c {
+                Command::Timer { id, after_ms } if *after_ms > 0 => Some(*id),
+                _ => None,
+            })
+            .collect();
+        bench.out.clear();
+        let mut lost_after = None;
+        for fired in 1..=100 {
+            timers.extend(bench.out.iter().filter_map(|c| match c {
+                Command::Timer { id, .. } => Some(*id),
+                _ => None,
+            }));
+            let Some(id) = (!timers.is_empty()).then(|| timers.remove(0)) else {
+                break;
+            };
+            bench.input(Input::Timer(id));
+            let lost = connection_state(latch_framework(&bench)) == Some(ConnectionState::Lost);
+            if lost && lost_after.is_none() {
+                lost_after = Some(fired);
+            }
+        }
+        (suspended, pending, lost_after)
+    };
+    let (two_suspended, two_pending, two_lost) = run_out(Release::V2_10_0);
+    let (five_suspended, five_pending, five_lost) = run_out(Release::V5_4_0);
+    assert_eq!(two_suspended, Some(ConnectionState::Suspended));
+    assert_eq!(five_suspended, Some(ConnectionState::Suspended));
     assert_eq!(
         two_pending,
         five_pending + 1,
         "2.10.0 has its suspended sync pending"
     );
+    // The sync sleeps a second at a time up to the connection timeout, then gives up: LOST.
+    let sleeps = (super::CONNECTION_TIMEOUT_MS / super::NOT_CONNECTED_SLEEP_MS) as usize;
+    let lost_after = two_lost.expect("2.10.0 posts LOST when its sync gives up");
+    assert!(
+        lost_after >= sleeps,
+        "LOST after {lost_after} timers, not before the timeout"
+    );
+    assert_eq!(five_lost, None, "5.x has no such sync: it stays SUSPENDED");
 }
 
 #[test]
