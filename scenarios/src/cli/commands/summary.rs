@@ -46,7 +46,6 @@ pub(super) struct Tally {
     pub(super) caught_at: Vec<u64>,
     pub(super) traces: Vec<(u64, u64)>,
     pub(super) herd: Option<Herd>,
-    pub(super) worst: Option<u8>,
     /// The recipe's own `sometimes` companions, and whether each happened on a seed so far.
     pub(super) sometimes: BTreeMap<String, bool>,
 }
@@ -63,7 +62,6 @@ impl Tally {
             caught_at: Vec::new(),
             traces: Vec::new(),
             herd: None,
-            worst: None,
             sometimes: BTreeMap::new(),
         }
     }
@@ -81,7 +79,7 @@ fn rank(code: u8) -> u8 {
 }
 
 /// Makes `worst` the graver of itself and `code`.
-pub(super) fn raise(worst: &mut Option<u8>, code: u8) {
+fn raise(worst: &mut Option<u8>, code: u8) {
     if worst.is_none_or(|w| rank(code) > rank(w)) {
         *worst = Some(code);
     }
@@ -100,6 +98,8 @@ pub(super) fn finish(
     let mut worst: Option<u8> = None;
     let mut never_reached = 0usize;
     let mut summaries = Vec::new();
+    // The scenarios' combined traces, in list order: the sweep's own combined trace.
+    let mut sweep_combined = Vec::with_capacity(tallies.len() * 8);
     say!(
         "{:<44} {:<34} {:>6} {:>8} {:>9}",
         "scenario",
@@ -115,6 +115,8 @@ pub(super) fn finish(
         for (_, trace) in &tally.traces {
             combined.extend_from_slice(&trace.to_le_bytes());
         }
+        let combined = fnv1a(&combined);
+        sweep_combined.extend_from_slice(&combined.to_le_bytes());
         tally.caught_at.sort_unstable();
         tally.failures.sort_by_key(|f| f.seed);
         let sometimes_never: Vec<String> = (tally.sometimes.iter())
@@ -172,7 +174,7 @@ pub(super) fn finish(
             );
             raise(&mut worst, exit::UNEXPECTED);
         }
-        if let Some(code) = tally.worst {
+        for code in tally.failures.iter().filter_map(|f| f.exit) {
             raise(&mut worst, code);
         }
         let seeds_per_sec = tally.seeds_run as f64 / tally.run_seconds.max(1e-9);
@@ -211,7 +213,7 @@ pub(super) fn finish(
             caught_at: tally.caught_at,
             ok,
             seeds_per_sec,
-            combined_trace: format!("{:016x}", fnv1a(&combined)),
+            combined_trace: format!("{combined:016x}"),
             herd: tally.herd,
             sometimes_never,
             sometimes: tally.sometimes,
@@ -219,12 +221,6 @@ pub(super) fn finish(
         });
     }
     let seeds_run: u64 = summaries.iter().map(|s| s.seeds_run).sum();
-    let mut combined = Vec::with_capacity(summaries.len() * 8);
-    for scenario in &summaries {
-        let trace = u64::from_str_radix(&scenario.combined_trace, 16)
-            .expect("a combined trace written as hex just above");
-        combined.extend_from_slice(&trace.to_le_bytes());
-    }
     let summary = SweepSummary {
         format: SWEEP_FORMAT.to_owned(),
         commit: args.commit.clone(),
@@ -236,7 +232,7 @@ pub(super) fn finish(
         scenarios: summaries,
         seeds_run,
         wall_s,
-        combined_trace: format!("{:016x}", fnv1a(&combined)),
+        combined_trace: format!("{:016x}", fnv1a(&sweep_combined)),
     };
     let text = serde_json::to_string_pretty(&summary).expect("a summary serialises") + "\n";
     let junit = zkh_reports::junit::junit(&summary);
