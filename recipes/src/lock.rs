@@ -51,6 +51,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::curator::Release;
 use crate::error::ZkError;
 use crate::event::SessionEvent;
 use crate::machine::{Command, Ids, Input, Machine, OpId, TimerId, RETRY_AFTER_MS};
@@ -71,6 +72,10 @@ pub enum LockVariant {
     Unprotected,
     /// A delete that ends in `ConnectionLoss` is taken as done.
     UnguaranteedDelete,
+    /// A Curator release's `InterProcessMutex`, ported from its tag
+    /// ([`crate::curator::interprocess_mutex`]).
+    #[serde(untagged)]
+    Curator(Release),
 }
 
 /// What the application asks of a lock.
@@ -148,14 +153,14 @@ enum AfterDelete {
     Acquire(Option<u64>),
 }
 
-/// Curator's `InterProcessMutex` as a state machine.
+/// The project's own lock (every variant but [`LockVariant::Curator`]) as a state machine.
 ///
 /// Its hash (plain and renamed) leaves out what is fixed when it is made: its directory and its
 /// uuid. In a model checker's state a client's machine always holds its own (a renaming of the
 /// clients moves them with the client), so they tell no two states apart, and hashing them on every
 /// step would only cost time.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LockMachine {
+pub struct SafeLock {
     variant: LockVariant,
     dir: Arc<str>,
     uuid: Arc<str>,
@@ -177,10 +182,14 @@ pub struct LockMachine {
     token: Option<i64>,
 }
 
-impl LockMachine {
+impl SafeLock {
     /// A lock on the directory `dir`, with the host's `uuid` for protection.
-    pub fn new(variant: LockVariant, dir: &str, uuid: &str) -> LockMachine {
-        LockMachine {
+    pub fn new(variant: LockVariant, dir: &str, uuid: &str) -> SafeLock {
+        assert!(
+            !matches!(variant, LockVariant::Curator(_)),
+            "a Curator release's lock is a CuratorMutex"
+        );
+        SafeLock {
             variant,
             dir: dir.into(),
             uuid: uuid.into(),
@@ -321,7 +330,10 @@ impl LockMachine {
                 self.attempts += 1;
                 self.prefix = match self.variant {
                     LockVariant::Unprotected => "lock-".into(),
-                    LockVariant::Correct | LockVariant::Herd | LockVariant::UnguaranteedDelete => {
+                    LockVariant::Correct
+                    | LockVariant::Herd
+                    | LockVariant::UnguaranteedDelete
+                    | LockVariant::Curator(_) => {
                         format!("_c_{}-{}-lock-", self.uuid, self.attempts).into()
                     }
                 };
@@ -388,9 +400,10 @@ impl LockMachine {
                 Err(ZkError::NoNode) => self.issue(Step::CreateParents(ancestors(&self.dir)), out),
                 Err(ZkError::ConnectionLoss) => match self.variant {
                     LockVariant::Unprotected => self.retry_later(Step::Create, out),
-                    LockVariant::Correct | LockVariant::Herd | LockVariant::UnguaranteedDelete => {
-                        self.retry_later(Step::FindOwn, out)
-                    }
+                    LockVariant::Correct
+                    | LockVariant::Herd
+                    | LockVariant::UnguaranteedDelete
+                    | LockVariant::Curator(_) => self.retry_later(Step::FindOwn, out),
                 },
                 Err(error) => self.fail(error, out),
                 Ok(other) => unreachable!("a create answered {other:?}"),
@@ -503,7 +516,10 @@ impl LockMachine {
         match self.variant {
             // The child watch was set by the listing itself.
             LockVariant::Herd => self.waiting = true,
-            LockVariant::Correct | LockVariant::Unprotected | LockVariant::UnguaranteedDelete => {
+            LockVariant::Correct
+            | LockVariant::Unprotected
+            | LockVariant::UnguaranteedDelete
+            | LockVariant::Curator(_) => {
                 let predecessor = join(&self.dir, locks[position - 1]);
                 let id = self.ids.fresh();
                 self.step = Some((id, Step::WatchPredecessor));
@@ -572,7 +588,7 @@ impl LockMachine {
     }
 }
 
-impl Machine for LockMachine {
+impl Machine for SafeLock {
     type Request = LockRequest;
     type Report = LockReport;
 
@@ -747,10 +763,10 @@ fn hash_if_set<H: Hasher>(timed_out: bool, state: &mut H) {
     }
 }
 
-/// Everything but what is fixed when the machine is made (see [`LockMachine`]).
-impl Hash for LockMachine {
+/// Everything but what is fixed when the machine is made (see [`SafeLock`]).
+impl Hash for SafeLock {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        let LockMachine {
+        let SafeLock {
             variant,
             dir: _,
             uuid: _,
@@ -777,10 +793,10 @@ impl Hash for LockMachine {
 }
 
 /// The lock's identities: the names built from its uuid (the uuid itself is fixed: see
-/// [`LockMachine`]).
-impl Symmetric for LockMachine {
+/// [`SafeLock`]).
+impl Symmetric for SafeLock {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
-        let LockMachine {
+        let SafeLock {
             variant,
             dir: _,
             uuid: _,
@@ -804,6 +820,10 @@ impl Symmetric for LockMachine {
         (step, retry, node).hash_renamed(renaming, state);
     }
 }
+
+#[path = "lock_machine.rs"]
+mod machine;
+pub use machine::LockMachine;
 
 #[cfg(test)]
 #[path = "lock_timeout_tests.rs"]

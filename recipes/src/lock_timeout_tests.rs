@@ -4,7 +4,7 @@
 use super::*;
 use crate::types::Stat;
 
-fn commands(machine: &mut LockMachine, input: Input<LockRequest>) -> Vec<Command<LockReport>> {
+fn commands(machine: &mut SafeLock, input: Input<LockRequest>) -> Vec<Command<LockReport>> {
     let mut out = Vec::new();
     machine.handle(input, &mut out);
     out
@@ -30,8 +30,8 @@ fn timers(out: &[Command<LockReport>]) -> Vec<TimerId> {
 
 /// Acquire with a timeout; the create's reply is lost; the timeout passes; the retry lists the
 /// children, in which `found` is (or is not) the node the lost create made.
-fn lost_create_then_timeout(found: bool) -> (LockMachine, Vec<Command<LockReport>>) {
-    let mut lock = LockMachine::new(LockVariant::Correct, "/locks/stock", "u1");
+fn lost_create_then_timeout(found: bool) -> (SafeLock, Vec<Command<LockReport>>) {
+    let mut lock = SafeLock::new(LockVariant::Correct, "/locks/stock", "u1");
     let out = commands(
         &mut lock,
         Input::Request(LockRequest::Acquire {

@@ -182,6 +182,11 @@ impl<T: Clone + Eq + Hash + std::fmt::Debug> Framework<T> {
         }
     }
 
+    /// The release whose framework this is.
+    pub fn release(&self) -> Release {
+        self.release
+    }
+
     /// The current session (`getZooKeeper().getSessionId()`), 0 if none.
     pub fn session_id(&self) -> SessionId {
         self.session.unwrap_or(SessionId(0))
@@ -403,16 +408,36 @@ impl<T: Clone + Eq + Hash + std::fmt::Debug> Framework<T> {
         out: &mut Vec<Command<P>>,
         up: &mut Vec<Upcall<T>>,
     ) -> Option<R> {
+        match self.route(input, out, up)? {
+            Input::Request(request) => Some(request),
+            Input::Watch(event) => {
+                up.push(Upcall::Watch(event));
+                None
+            }
+            Input::Reply { .. } | Input::Timer(_) | Input::Session(_) => None,
+        }
+    }
+
+    /// Feeds `input` to the framework as [`Framework::handle`] does, and returns what is not
+    /// the framework's alone for a recipe's own thread: the application's request, a reply or
+    /// timer of an id the recipe drew itself ([`Framework::fresh_id`]: a foreground call), a
+    /// watch, and a session event (which the framework has taken note of first).
+    pub fn route<R, P>(
+        &mut self,
+        input: Input<R>,
+        out: &mut Vec<Command<P>>,
+        up: &mut Vec<Upcall<T>>,
+    ) -> Option<Input<R>> {
         self.ids.note(&input);
         match input {
-            Input::Request(request) => return Some(request),
-            Input::Reply { id, result } => {
-                if let Some(op) = self.pending.remove(&id) {
-                    self.on_reply(op, result, out, up);
-                }
+            Input::Reply { id, result } => match self.pending.remove(&id) {
+                Some(op) => self.on_reply(op, result, out, up),
+                None => return Some(Input::Reply { id, result }),
+            },
+            Input::Session(event) => {
+                self.on_session(event, out);
+                return Some(Input::Session(event));
             }
-            Input::Watch(event) => up.push(Upcall::Watch(event)),
-            Input::Session(event) => self.on_session(event, out),
             Input::Timer(id) if self.notice_timer == Some(id) => {
                 self.notice_timer = None;
                 if let Some(state) = self.notices.pop_front() {
@@ -420,13 +445,19 @@ impl<T: Clone + Eq + Hash + std::fmt::Debug> Framework<T> {
                 }
                 self.arm_notices(out);
             }
-            Input::Timer(id) => {
-                if let Some(op) = self.pending.remove(&id) {
-                    self.perform(op, out, up);
-                }
-            }
+            Input::Timer(id) => match self.pending.remove(&id) {
+                Some(op) => self.perform(op, out, up),
+                None => return Some(Input::Timer(id)),
+            },
+            other @ (Input::Request(_) | Input::Watch(_)) => return Some(other),
         }
         None
+    }
+
+    /// An id for an operation or timer of the recipe's own (a foreground call), from the
+    /// framework's allocator so that the two never collide.
+    pub fn fresh_id(&mut self) -> u64 {
+        self.ids.fresh()
     }
 
     fn on_reply<P>(

@@ -46,7 +46,9 @@
 //! - Error policies other than the default `StandardConnectionStateErrorPolicy` (SUSPENDED is
 //!   an error state), `READ_ONLY`, namespaces, ACLs, compression, the circuit breaker.
 
+pub mod foreground;
 pub mod framework;
+pub mod interprocess_mutex;
 pub mod leader_latch;
 #[cfg(test)]
 mod leader_latch_tests;

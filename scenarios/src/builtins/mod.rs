@@ -44,7 +44,17 @@ pub const NAMES: [&str; 5] = [LOCK, LATCH, ELECTION, MASTER, JOB];
 /// Each built-in recipe's variants, the correct one first.
 pub const fn variants(name: &str) -> &'static [&'static str] {
     match name.as_bytes() {
-        b"lock" => &["correct", "herd", "unprotected", "unguaranteed-delete"],
+        b"lock" => &[
+            "correct",
+            "herd",
+            "unprotected",
+            "unguaranteed-delete",
+            "curator-2.10.0",
+            "curator-5.3.0",
+            "curator-5.4.0",
+            "curator-5.7.1",
+            "curator-5.9.0",
+        ],
         b"latch" => &[
             "correct",
             "trust-predecessor",

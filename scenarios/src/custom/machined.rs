@@ -159,8 +159,7 @@ fn record(ctx: &ClientCtx, effects: &mut Vec<zkh_model::HistoryEvent>) {
 /// (`lock-model`): it shows a recipe written once checked by both engines.
 impl MachineRecipe for zkh_model::check::LockWorkload {
     const NAME: &'static str = "lock-model";
-    const VARIANTS: &'static [&'static str] =
-        &["correct", "herd", "unprotected", "unguaranteed-delete"];
+    const VARIANTS: &'static [&'static str] = crate::builtins::variants(crate::builtins::LOCK);
 
     fn of_variant(variant: &str) -> Self {
         zkh_model::check::LockWorkload {
