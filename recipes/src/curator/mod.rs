@@ -47,11 +47,17 @@
 //!   an error state), `READ_ONLY`, namespaces, ACLs, compression, the circuit breaker.
 
 pub mod foreground;
+#[cfg(test)]
+mod foreground_tests;
 pub mod framework;
 pub mod interprocess_mutex;
+#[cfg(test)]
+mod interprocess_mutex_tests;
 pub mod leader_latch;
 #[cfg(test)]
 mod leader_latch_tests;
+#[cfg(test)]
+mod mutex_bench;
 
 use serde::{Deserialize, Serialize};
 
