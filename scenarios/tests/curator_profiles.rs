@@ -7,6 +7,14 @@
 //! - 5.3.0 → 5.4.0 and 5.4.0 → 5.7.1: a client-side expiry. 5.3.0 resets on RECONNECTED and
 //!   5.7.1 checks the owner of its node; 5.4.0 leads on its old session's node and two leaders
 //!   act (scenarios/findings/latch-curator-5.4.0-client-expiry-two-leaders.toml).
+//! - 2.10.0 → 5.3.0, the lock: a protected create's search and the create after it. 2.10.0
+//!   gives the search a retry loop of its own; 5.x shares the thread's, whose completion makes
+//!   `callWithRetry` return null after the create's lost reply: the acquire throws and its node
+//!   is orphaned (scenarios/findings/lock-curator-5.4.0-null-create-orphan.toml).
+//! - 5.4.0 → 5.7.1, the lock: the cleanup delete's exception (CURATOR-41's
+//!   `deleteOurPathQuietly`), told apart by the mutex's table test
+//!   `a_failed_cleanup_ends_the_acquire_until_5_7_retries_it` (no fault of the catalogue makes a
+//!   guaranteed delete give up inside an acquire).
 //! - 5.7.1 → 5.9.0: the latch's parent reaped. 5.7.1 never makes a node again; 5.9.0 resets on
 //!   the listing's NONODE (scenarios/findings/latch-curator-5.7.1-parent-reaped-no-leader.toml).
 #![cfg(madsim)]
@@ -27,7 +35,7 @@ fn file(path: &str) -> PathBuf {
 /// `path` with `variant`, run at `seeds`.
 fn runs(path: &str, variant: &str, seeds: std::ops::Range<u64>) -> Vec<RunResult> {
     let loaded = load(&file(path)).expect("the scenario loads");
-    let loaded = loaded.with_variant(variant).expect("a latch profile");
+    let loaded = loaded.with_variant(variant).expect("a Curator profile");
     seeds.map(|seed| run(&loaded.resolved, seed)).collect()
 }
 
@@ -97,5 +105,18 @@ fn only_5_9_makes_a_node_again_after_the_latch_path_is_reaped() {
     assert_eq!(stalled, [0, 1, 2], "5.7.1 never elects again");
     for result in runs(scenario, "curator-5.9.0", 0..3) {
         assert_eq!(result.outcome, Outcome::Pass, "5.9.0, seed {}", result.seed);
+    }
+}
+
+#[test]
+fn only_5_orphans_the_node_of_a_create_that_returned_null() {
+    let scenario = "scenarios/findings/lock-curator-5.4.0-null-create-orphan.toml";
+    let property = "no orphaned ephemerals";
+    for release in ["curator-5.3.0", "curator-5.4.0", "curator-5.7.1", "curator-5.9.0"] {
+        let orphaned = broken(&runs(scenario, release, 0..3), property);
+        assert_eq!(orphaned, [0, 1, 2], "{release} orphans its node");
+    }
+    for result in runs(scenario, "curator-2.10.0", 0..3) {
+        assert_eq!(result.outcome, Outcome::Pass, "2.10.0, seed {}", result.seed);
     }
 }
