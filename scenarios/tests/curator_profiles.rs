@@ -112,11 +112,21 @@ fn only_5_9_makes_a_node_again_after_the_latch_path_is_reaped() {
 fn only_5_orphans_the_node_of_a_create_that_returned_null() {
     let scenario = "scenarios/findings/lock-curator-5.4.0-null-create-orphan.toml";
     let property = "no orphaned ephemerals";
-    for release in ["curator-5.3.0", "curator-5.4.0", "curator-5.7.1", "curator-5.9.0"] {
+    for release in [
+        "curator-5.3.0",
+        "curator-5.4.0",
+        "curator-5.7.1",
+        "curator-5.9.0",
+    ] {
         let orphaned = broken(&runs(scenario, release, 0..3), property);
         assert_eq!(orphaned, [0, 1, 2], "{release} orphans its node");
     }
     for result in runs(scenario, "curator-2.10.0", 0..3) {
-        assert_eq!(result.outcome, Outcome::Pass, "2.10.0, seed {}", result.seed);
+        assert_eq!(
+            result.outcome,
+            Outcome::Pass,
+            "2.10.0, seed {}",
+            result.seed
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 use super::framework::{connection_state, waiting_ids, ConnectionState};
 use super::leader_latch::CuratorLatch;
+use super::mutex_bench::describe;
 use super::Release;
 use crate::error::ZkError;
 use crate::event::{EventType, SessionEvent, WatchedEvent};
@@ -149,19 +150,6 @@ fn stat(owner: i64, czxid: i64) -> Stat {
         czxid,
         ephemeral_owner: owner,
         ..Stat::default()
-    }
-}
-
-fn describe(request: &Request) -> String {
-    match request {
-        Request::Create { path, .. } => format!("create {path}"),
-        Request::Delete { path, .. } => format!("delete {path}"),
-        Request::Exists { path, .. } => format!("exists {path}"),
-        Request::GetData { path, watch } => format!("getData {path} watch={watch}"),
-        Request::GetChildren { path, .. } => format!("getChildren {path}"),
-        Request::SetData { path, .. } => format!("setData {path}"),
-        Request::Sync { path } => format!("sync {path}"),
-        Request::Multi(_) => "multi".to_owned(),
     }
 }
 

@@ -269,6 +269,7 @@ pub fn stat(czxid: i64) -> Stat {
     }
 }
 
+/// A request as a short name of its kind and path (and a read's watch), to match on.
 pub fn describe(request: &Request) -> String {
     match request {
         Request::Create { path, .. } => format!("create {path}"),
