@@ -55,7 +55,7 @@ fn a_malformed_file_is_named_with_line_column_and_field() {
         ),
         (
             format!("{lock}variant = \"sloppy\"\n"),
-            "catalog/bad.toml:3:11: workload.variant: unknown variant \"sloppy\" (known: correct, herd, unprotected, unguaranteed-delete)",
+            "catalog/bad.toml:3:11: workload.variant: unknown variant \"sloppy\" (known: correct, herd, unprotected, unguaranteed-delete, curator-2.10.0, curator-5.3.0, curator-5.4.0, curator-5.7.1, curator-5.9.0)",
         ),
         (
             format!("{lock}\n[[faults.scripted]]\nat_ms = 100\nfault = {{ kind = \"crash-client\", client = 7 }}\n"),
