@@ -7,6 +7,10 @@
 //! so. When the harness finds a violation in a profile, that is a finding about the release
 //! (docs/findings.md), never a defect to repair here.
 //!
+//! The recipes: `LeaderLatch` ([`leader_latch`], background operations and callbacks) and
+//! `InterProcessMutex` ([`interprocess_mutex`], foreground calls on the application's thread,
+//! [`foreground`]); each module's doc has its table from the tag's file and line to our branch.
+//!
 //! # What the framework is (`framework.rs`)
 //!
 //! A Curator recipe does not talk to ZooKeeper directly. It runs *background operations*
