@@ -242,7 +242,7 @@ impl Foreground {
                     // 5.x: the shared loop was complete; `shouldContinue` is false.
                     return Ok(Some(Ok(Returned::Null)));
                 }
-                if fw.release_is_5() {
+                if fw.release().is_curator_5() {
                     self.run(fw, call, inner, out);
                 } else {
                     // 2.10.0 waits for a connection before every attempt.
@@ -295,7 +295,7 @@ impl Foreground {
             Proc::Plain(request) => (Step::Request, request.clone()),
             Proc::GuaranteedDelete(path) => (Step::Request, delete(path)),
             Proc::ProtectedCreate { parent, .. } => {
-                if fw.release_is_5() && call.session.is_none() {
+                if fw.release().is_curator_5() && call.session.is_none() {
                     call.session = Some(fw.session_id());
                 }
                 if inner {
@@ -309,7 +309,7 @@ impl Foreground {
                 } else {
                     // findProtectedNodeInForeground: a `callWithRetry` of its own, which
                     // waits for a connection first; 2.10.0 gives it a loop of its own.
-                    if !fw.release_is_5() {
+                    if !fw.release().is_curator_5() {
                         call.inner = Some(RetryLoop::default());
                     }
                     return self.block_then(fw, call, true, out);
@@ -417,7 +417,7 @@ impl Foreground {
         let mut node = (children.iter())
             .find(|c| c.starts_with(prefix.as_str()))
             .map(|c| join(parent, c));
-        if fw.release_is_5() && call.session != Some(fw.session_id()) {
+        if fw.release().is_curator_5() && call.session != Some(fw.session_id()) {
             // ProtectedMode.validateFoundNode: the old session's node goes, in background.
             call.session = Some(fw.session_id());
             if let Some(old) = node.take() {
@@ -438,7 +438,7 @@ impl Foreground {
     where
         T: Clone + Eq + Hash + std::fmt::Debug,
     {
-        if fw.release_is_5() {
+        if fw.release().is_curator_5() {
             call.done = true;
         }
         call.inner = None;
@@ -555,13 +555,6 @@ fn create(proc: &Proc) -> Request {
         path: join(parent, &format!("{prefix}{name}")),
         data: Vec::new(),
         mode: *mode,
-    }
-}
-
-/// The release this framework is of is a 5.x one.
-impl<T: Clone + Eq + Hash + std::fmt::Debug> Framework<T> {
-    fn release_is_5(&self) -> bool {
-        self.release().is_curator_5()
     }
 }
 

@@ -132,7 +132,6 @@ struct Attempt {
 /// `InterProcessMutex` of one release (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CuratorMutex {
-    release: Release,
     framework: Framework<NoCallback>,
     foreground: Foreground,
     dir: Arc<str>,
@@ -155,7 +154,6 @@ impl CuratorMutex {
     /// `new InterProcessMutex(client, dir)` of `release`, with the host's `uuid` for protection.
     pub fn new(release: Release, dir: &str, uuid: &str) -> CuratorMutex {
         CuratorMutex {
-            release,
             framework: Framework::new(release),
             foreground: Foreground::default(),
             dir: dir.into(),
@@ -173,7 +171,7 @@ impl CuratorMutex {
 
     /// The release it ports.
     pub fn release(&self) -> Release {
-        self.release
+        self.framework.release()
     }
 
     /// True while the application holds the lock with a token.
@@ -388,7 +386,7 @@ impl CuratorMutex {
             }
             (Ok(_) | Err(ZkError::NoNode), After::Threw(error)) => error,
             // 5.7.1 keeps the loop's exception; earlier releases throw the delete's.
-            (Err(_), After::Threw(error)) if self.release >= Release::V5_7_1 => error,
+            (Err(_), After::Threw(error)) if self.release() >= Release::V5_7_1 => error,
             (Err(delete_error), _) => delete_error,
         };
         if thrown == ZkError::NoNode {
@@ -438,7 +436,7 @@ impl CuratorMutex {
 
     /// `releaseLock`: 5.x removes the lock's watchers first; the node is deleted (guaranteed).
     fn release_lock(&mut self, failed: Option<ZkError>, out: &mut Vec<Command<LockReport>>) {
-        if self.release.is_curator_5() {
+        if self.release().is_curator_5() {
             self.watchers.clear();
         }
         self.token = None;
@@ -525,13 +523,7 @@ fn fix_for_sorting(name: &str) -> &str {
 /// Everything but what is fixed when the mutex is made.
 impl Hash for CuratorMutex {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        (
-            self.release,
-            &self.framework,
-            &self.foreground,
-            self.creates,
-        )
-            .hash(state);
+        (&self.framework, &self.foreground, self.creates).hash(state);
         (&self.thread, &self.attempt, &self.our_path, self.holds).hash(state);
         (self.token, &self.watchers, self.notified).hash(state);
     }
@@ -553,7 +545,7 @@ impl Symmetric for Thread {
 
 impl Symmetric for CuratorMutex {
     fn hash_renamed<H: Hasher>(&self, renaming: &Renaming<'_>, state: &mut H) {
-        (self.release, self.creates, &self.attempt, self.holds).hash(state);
+        (self.creates, &self.attempt, self.holds).hash(state);
         (self.token, self.notified).hash(state);
         self.framework.hash_renamed(renaming, state);
         self.foreground.hash_renamed(renaming, state);
