@@ -88,11 +88,12 @@ fn notices(history: &History) -> Vec<(u32, String)> {
         .collect()
 }
 
-/// The scenario's file: no faults of its own.
-fn scenario() -> PathBuf {
+/// The scenario's file: no faults of its own. Each test writes its own (`test` names it): the
+/// tests run on several threads, and one must never read a file another is rewriting.
+fn scenario(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("zkh-plan-builder-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary folder");
-    let path = dir.join("notice.toml");
+    let path = dir.join(format!("notice-{test}.toml"));
     let text = "[workload]\nrecipe = \"notice\"\nclients = 2\nservers = 3\n\
                 session_timeout_ms = 4000\n\n[phases]\nfault_ms = 10000\nliveness_ms = 1000\n";
     std::fs::write(&path, text).expect("written");
@@ -129,7 +130,7 @@ fn a_plan_built_in_rust_is_the_plan_its_toml_gives() {
 #[test]
 fn a_test_runs_a_plan_built_in_rust_and_a_recipe_waits_for_one_event() {
     sim::<Notice>("correct")
-        .scenario(scenario())
+        .scenario(scenario("planned"))
         .faults(cut_off())
         .seeds(0..3)
         .run()
@@ -139,7 +140,7 @@ fn a_test_runs_a_plan_built_in_rust_and_a_recipe_waits_for_one_event() {
 #[test]
 fn without_the_plan_nobody_is_cut_off() {
     sim::<Notice>("correct")
-        .scenario(scenario())
+        .scenario(scenario("unplanned"))
         .seeds(0..2)
         .run()
         .assert_caught("the cut-off client noticed");

@@ -111,8 +111,18 @@ impl<R: SimRecipe> SimTest<R> {
         let stem = path
             .file_stem()
             .map_or("scenario".into(), |s| s.to_string_lossy());
-        let written = dir.join(format!("{stem}-planned.toml"));
-        std::fs::write(&written, crate::export::to_toml(&file))
+        // Named by its text and written whole before it is renamed into place: tests of one
+        // binary run on several threads, and two of them planning the same scenario differently
+        // (or alike) must never read each other's file or a half-written one.
+        let text = crate::export::to_toml(&file);
+        let hash = zkh_reports::types::fnv1a(text.as_bytes());
+        let written = dir.join(format!("{stem}-planned-{hash:016x}.toml"));
+        let partial = dir.join(format!(
+            "{stem}-planned-{hash:016x}.{:?}.partial",
+            std::thread::current().id()
+        ));
+        std::fs::write(&partial, text)
+            .and_then(|()| std::fs::rename(&partial, &written))
             .unwrap_or_else(|error| panic!("cannot write {}: {error}", written.display()));
         written
     }
