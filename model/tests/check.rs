@@ -377,7 +377,7 @@ fn a_stopped_master_takes_no_further_part() {
 
 /// The job election with the standard budget, with three clients, the largest standard check:
 /// about 60 s and 300 MB in release, so it is left out of the default test run;
-/// `scripts/test-all` runs it in release (`cargo test --release --test check -- --ignored`).
+/// `scripts/test-all` runs it in release (`cargo test --release --test model -- --ignored check::`).
 /// Without symmetry reduction it would be about 6 times larger, so only the reduced count is
 /// pinned.
 #[test]

@@ -16,7 +16,7 @@
 //! then path and type. Container reaping (every 60 s on the server) is left to the model's unit
 //! tests.
 
-mod common;
+use crate::common;
 
 use common::{case, now, run, Backend, Case, Outcome, Transcript};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};

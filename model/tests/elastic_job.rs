@@ -4,7 +4,7 @@
 //! fails over, and the three known-bad variants misbehave as their docs say.
 #![cfg(not(madsim))]
 
-mod support;
+use crate::support;
 
 use support::paused_runtime as runtime;
 

@@ -1,7 +1,7 @@
 //! Elastic-Job's job election over the in-memory client.
 #![cfg(not(madsim))]
 
-mod support;
+use crate::support;
 
 use support::paused_runtime as runtime;
 

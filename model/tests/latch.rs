@@ -1,7 +1,7 @@
 //! The leader latch over the in-memory client.
 #![cfg(not(madsim))]
 
-mod support;
+use crate::support;
 
 use support::paused_runtime as runtime;
 

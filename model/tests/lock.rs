@@ -2,7 +2,7 @@
 //! known-bad variants doing what makes them bad.
 #![cfg(not(madsim))]
 
-mod support;
+use crate::support;
 
 use support::paused_runtime as runtime;
 

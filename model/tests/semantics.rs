@@ -2,7 +2,7 @@
 //! name states it), plus the in-memory client. The differential test checks the same ground
 //! against a real server at random; these pin each fact by name, in both builds.
 
-mod common;
+use crate::common;
 
 use common::now;
 use zkh_model::{InjectedFault, MemoryEnsemble, Notification, Reply, Request, Response, ZkModel};

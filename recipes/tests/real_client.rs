@@ -3,7 +3,7 @@
 //! bridge does: one event per server notification, waiting for events, and the session stream.
 #![cfg(not(madsim))]
 
-mod common;
+use crate::common;
 
 use common::server;
 

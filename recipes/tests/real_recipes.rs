@@ -1,7 +1,7 @@
 //! The recipes against the real ZooKeeper that `scripts/with-zookeeper` starts (normal build).
 #![cfg(not(madsim))]
 
-mod common;
+use crate::common;
 
 use common::server;
 

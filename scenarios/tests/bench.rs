@@ -6,7 +6,7 @@
 //! `tests/bench_real.rs`).
 #![cfg(madsim)]
 
-mod common;
+use crate::common;
 
 use common::zkharness;
 

@@ -3,7 +3,7 @@
 //! stops every server it started (by PID) before it exits.
 #![cfg(not(madsim))]
 
-mod common;
+use crate::common;
 
 use common::zkharness;
 

@@ -5,7 +5,7 @@
 //! test is `tests/guarantees_real.rs`).
 #![cfg(madsim)]
 
-mod common;
+use crate::common;
 
 use common::zkharness;
 

@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 
-mod proptest_config;
+use crate::proptest_config;
 use proptest_config::fixed;
 use serde::Deserialize;
 use zkh_model::properties::Class;

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 
-mod proptest_config;
+use crate::proptest_config;
 use proptest_config::fixed;
 use zkh_scenarios::scenario::parse;
 

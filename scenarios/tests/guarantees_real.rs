@@ -5,7 +5,7 @@
 //! the same checker: the checks that pass on real histories are not empty.
 #![cfg(not(madsim))]
 
-mod common;
+use crate::common;
 
 use common::zkharness;
 use zkh_model::guarantees::{self, CommitLogs, SINGLE_SYSTEM_IMAGE};

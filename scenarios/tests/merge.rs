@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use zkh_reports::types::SweepSummary;
 
-mod common;
+use crate::common;
 use common::zkharness;
 
 fn temp(name: &str) -> PathBuf {

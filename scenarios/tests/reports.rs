@@ -16,7 +16,7 @@ fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-mod common;
+use crate::common;
 use common::zkharness;
 
 /// A folder for this test's files, kept after the test (the screenshot is looked at).

@@ -10,7 +10,7 @@ use std::process::Command;
 use zkh_scenarios::runner;
 use zkh_scenarios::scenario::load;
 
-mod common;
+use crate::common;
 use common::{zkharness, zkharness_with_env};
 
 fn temp(name: &str) -> PathBuf {

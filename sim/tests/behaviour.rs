@@ -3,7 +3,7 @@
 //! measured to keep must hold for every one of them.
 #![cfg(madsim)]
 
-mod common;
+use crate::common;
 
 use common::{isolate, next_watch, session_events, T};
 

@@ -1,7 +1,7 @@
 //! Each fault of the vocabulary, injected alone, has the effect its documentation promises.
 #![cfg(madsim)]
 
-mod common;
+use crate::common;
 
 use common::{isolate, session_events, watch_events, T};
 

@@ -15,7 +15,7 @@
 //! event.
 #![cfg(madsim)]
 
-mod common;
+use crate::common;
 
 use common::{both, broken_guarantees};
 

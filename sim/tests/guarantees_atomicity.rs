@@ -6,7 +6,7 @@
 //! unchanged servers keep every guarantee on the same scenario.
 #![cfg(madsim)]
 
-mod common;
+use crate::common;
 
 use common::broken_guarantees;
 

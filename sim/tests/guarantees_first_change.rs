@@ -6,7 +6,7 @@
 //! change. The unchanged servers keep every guarantee on the same scenario and seeds.
 #![cfg(madsim)]
 
-mod common;
+use crate::common;
 
 use common::broken_guarantees;
 

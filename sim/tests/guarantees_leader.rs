@@ -12,7 +12,7 @@
 //! The unchanged servers step down, the cut-off client's write fails, and every guarantee holds.
 #![cfg(madsim)]
 
-mod common;
+use crate::common;
 
 use common::broken_guarantees;
 

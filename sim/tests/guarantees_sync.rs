@@ -7,7 +7,7 @@
 //! behind the sync (ZooKeeper holds a session's read behind its sync).
 #![cfg(madsim)]
 
-mod common;
+use crate::common;
 
 use common::{both, broken_guarantees};
 

@@ -2,7 +2,7 @@
 //! partitions, and leader crashes, every seed of the standard scenario fails over within the
 //! bound. This is the sweep's check, run on 300 seeds in CI; `ZKH_LIVENESS_SEEDS=100000` runs
 //! the long sweep of docs/performance.md (in release: `RUSTFLAGS="--cfg madsim" cargo test
-//! --release -p zkh-sim --test liveness`).
+//! --release -p zkh-sim --test sim liveness::`).
 #![cfg(madsim)]
 
 use std::collections::BTreeSet;
